@@ -1,0 +1,56 @@
+"""An async engine for flows whose next step is chosen by an LLM.
+
+An agentic function offers the model a menu of options; the model picks one and the engine
+resolves the pick into the result of the next step. Runs are journaled and resume after a
+``DecisionError`` or a crash without redoing finished steps.
+"""
+
+from engine import decision
+from engine._agentic import agentic_function
+from engine._errors import (
+    AuthenticationError,
+    BadRequestError,
+    DeadlineExceeded,
+    DecisionError,
+    EngineError,
+    JournalError,
+    ModelError,
+    ModelTimeoutError,
+    NonDeterminismError,
+    OptionsTypeError,
+    OptionsValueError,
+    ProviderUnavailableError,
+    RateLimitError,
+    RetryableModelError,
+    RunConflictError,
+    ScriptExhaustedError,
+)
+from engine._hooks import Hooks, RetryEvent
+from engine._runtime import Runtime
+from engine._trace import Node, Trace
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "DeadlineExceeded",
+    "DecisionError",
+    "EngineError",
+    "Hooks",
+    "JournalError",
+    "ModelError",
+    "ModelTimeoutError",
+    "Node",
+    "NonDeterminismError",
+    "OptionsTypeError",
+    "OptionsValueError",
+    "ProviderUnavailableError",
+    "RateLimitError",
+    "RetryEvent",
+    "RetryableModelError",
+    "RunConflictError",
+    "Runtime",
+    "ScriptExhaustedError",
+    "Trace",
+    "agentic_function",
+    "decision",
+]

@@ -1,0 +1,173 @@
+"""``@agentic_function``: a trace frame per call and the ambient runtime.
+
+A decorated function that declares a runtime-class parameter (``runtime``,
+``exec_runtime``, ``review_runtime``) gets the ambient runtime when the caller passes none,
+and makes the runtime it runs with ambient for everything it calls. An explicitly passed
+runtime wins over an outer ambient one.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
+
+from engine._context import RUNTIME_PARAMS, ambient_runtime, current_node, current_runtime
+from engine._decision._params import AGENTIC_ATTR
+from engine._trace import Node, Trace
+
+__all__ = ["agentic_function"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_INPUT_KEYS = frozenset({"description", "options", "hidden"})
+
+
+@overload
+def agentic_function(fn: F, /) -> F: ...
+
+
+@overload
+def agentic_function(
+    *,
+    input: Mapping[str, Mapping[str, Any]] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> Callable[[F], F]: ...
+
+
+def agentic_function(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    input: Mapping[str, Mapping[str, Any]] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> Any:
+    """Mark a function as agentic: usable as an option or a flow, traced as a frame.
+
+    Args:
+        fn: The function (``async def`` or ``def``), when used bare.
+        input: Per-parameter metadata: ``{param: {"description", "options", "hidden"}}``.
+        name: The frame and option name (the function's ``__name__`` by default).
+        description: The option description (the docstring's first paragraph by default).
+    """
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        return _wrap(func, dict(input or {}), name, description)
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def _wrap(
+    fn: Callable[..., Any],
+    inputs: dict[str, Mapping[str, Any]],
+    name: str | None,
+    description: str | None,
+) -> Callable[..., Any]:
+    signature = inspect.signature(fn)
+    _check_inputs(fn, signature, inputs)
+    frame_name = name or fn.__name__
+    slots = _runtime_slots(signature)
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            runtime, args = _inject(slots, args, kwargs)
+            with _frame(frame_name, runtime), ambient_runtime(runtime):
+                return await fn(*args, **kwargs)
+
+        wrapper: Callable[..., Any] = async_wrapper
+    else:
+
+        @functools.wraps(fn)
+        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+            runtime, args = _inject(slots, args, kwargs)
+            with _frame(frame_name, runtime), ambient_runtime(runtime):
+                return fn(*args, **kwargs)
+
+        wrapper = sync_wrapper
+    setattr(
+        wrapper, AGENTIC_ATTR, {"input": inputs, "name": frame_name, "description": description}
+    )
+    return wrapper
+
+
+def _check_inputs(
+    fn: Callable[..., Any], signature: inspect.Signature, inputs: Mapping[str, Any]
+) -> None:
+    for param, meta in inputs.items():
+        if param not in signature.parameters:
+            raise ValueError(
+                f"@agentic_function on {fn.__name__}: input names {param!r}, which is not a "
+                f"parameter; parameters are {list(signature.parameters)}"
+            )
+        if not isinstance(meta, Mapping) or set(meta) - _INPUT_KEYS:
+            raise ValueError(
+                f"@agentic_function on {fn.__name__}: input[{param!r}] must be a dict with keys "
+                "among description, options, hidden"
+            )
+
+
+def _runtime_slots(signature: inspect.Signature) -> tuple[tuple[str, int | None], ...]:
+    """Return each runtime-class parameter with its positional index (None if keyword-only)."""
+    slots = []
+    for index, p in enumerate(signature.parameters.values()):
+        if p.name in RUNTIME_PARAMS:
+            positional = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            slots.append((p.name, index if positional else None))
+    return tuple(slots)
+
+
+def _inject(
+    slots: tuple[tuple[str, int | None], ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[object | None, tuple[Any, ...]]:
+    """Fill missing runtime parameters from the ambient runtime.
+
+    Returns:
+        The runtime to publish as ambient for the body, and the (possibly filled) arguments.
+    """
+    if not slots:
+        return None, args
+    ambient = current_runtime.get()
+    published = None
+    for name, index in slots:
+        if index is not None and index < len(args):
+            value = args[index]
+            if value is None and ambient is not None:
+                args = (*args[:index], ambient, *args[index + 1 :])
+        else:
+            value = kwargs.get(name)
+            if value is None and ambient is not None:
+                kwargs[name] = ambient
+        if value is not None and published is None:
+            published = value
+    return (published if published is not None else ambient), args
+
+
+class _frame:
+    """Open a frame node for one call and make it the parent of what the body opens."""
+
+    __slots__ = ("_node", "_token", "name", "runtime")
+
+    def __init__(self, name: str, runtime: object | None) -> None:
+        self.name = name
+        self.runtime = runtime
+
+    def __enter__(self) -> Node:
+        parent = current_node.get()
+        if parent is not None:
+            node = parent.child("frame", self.name)
+        else:
+            trace = getattr(self.runtime, "trace", None)
+            node = (trace if isinstance(trace, Trace) else Trace()).open(
+                "frame", self.name, parent=None
+            )
+        self._node = node
+        self._token = current_node.set(node)
+        return node
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        current_node.reset(self._token)
+        self._node.close("ok" if exc_type is None else "error")

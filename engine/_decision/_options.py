@@ -1,0 +1,186 @@
+"""Option containers normalised into :class:`Option` records (DECISION-SPEC §2).
+
+Dict form ``{name: handler}`` and list form ``[item, ...]`` both come out as one tuple of
+options, each with a name, a kind, a description and its model-visible fields. Callable
+options are read once and cached, so offering the same functions again costs a lookup.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from engine._decision._params import FunctionSpec, Param, describe, function_spec
+from engine._decision._render import render_block
+from engine._decision._spec import from_schema
+from engine._errors import OptionsTypeError, OptionsValueError
+
+__all__ = ["Option", "OptionKind", "normalise"]
+
+OptionKind = Literal["function", "value", "text", "schema"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Option:
+    """One entry of a decision's menu, with its rendered block of the menu text."""
+
+    name: str
+    kind: OptionKind
+    description: str | None
+    fields: tuple[Param, ...]
+    handler: object = None
+    function: FunctionSpec | None = None
+    block: str = ""
+
+    @classmethod
+    def make(
+        cls,
+        name: str,
+        kind: OptionKind,
+        description: str | None,
+        fields: tuple[Param, ...] = (),
+        handler: object = None,
+        function: FunctionSpec | None = None,
+    ) -> Option:
+        """Build an option and render its block."""
+        block = render_block(name, description, fields)
+        return cls(name, kind, description, fields, handler, function, block)
+
+    @property
+    def field_names(self) -> frozenset[str]:
+        """Names the model may fill (visible parameters or schema fields)."""
+        return frozenset(p.name for p in self.fields)
+
+
+def normalise(options: object) -> tuple[Option, ...]:
+    """Normalise an option container.
+
+    Raises:
+        OptionsTypeError: The container, an item, a handler or a schema has the wrong shape.
+        OptionsValueError: The container is empty, or two options share a name.
+    """
+    if isinstance(options, dict):
+        items = [_from_entry(name, handler) for name, handler in options.items()]
+    elif isinstance(options, list | tuple):
+        items = [_from_item(item, i) for i, item in enumerate(options)]
+    else:
+        raise OptionsTypeError(f"options must be a dict or list, got {type(options).__name__}")
+    if not items:
+        raise OptionsValueError("options is empty; offer at least one option")
+    seen: set[str] = set()
+    for option in items:
+        if option.name in seen:
+            raise OptionsValueError(f"two options are named {option.name!r}; names must be unique")
+        seen.add(option.name)
+    return tuple(items)
+
+
+def _from_entry(name: object, handler: object) -> Option:
+    if not isinstance(name, str) or not name:
+        raise OptionsTypeError(
+            f"option keys must be option names (non-empty strings), got {name!r}"
+        )
+    if callable(handler):
+        return _function(name, handler, None)
+    if isinstance(handler, tuple) and len(handler) == 2:
+        first, second = handler
+        if callable(first) and (second is None or isinstance(second, str)):
+            return _function(name, first, second)
+        if isinstance(first, str) and isinstance(second, dict):
+            return _schema(name, first, second)
+        if isinstance(second, str):
+            return Option.make(name, "value", second or None, (), first)
+        raise OptionsTypeError(
+            f"option {name!r}: a 2-tuple handler must be (callable, description), "
+            "(description, schema) or (value, description); wrap a tuple value in a list"
+        )
+    return Option.make(name, "value", None, (), handler)
+
+
+def _from_item(item: object, index: int) -> Option:
+    if callable(item):
+        return _function(_name_of(item, index), item, None)
+    if isinstance(item, str):
+        return _text(item, None, None, index)
+    if isinstance(item, tuple):
+        if not item:
+            raise OptionsTypeError(f"options[{index}] is an empty tuple; give at least a name")
+        head = item[0]
+        second = item[1] if len(item) > 1 else None
+        if callable(head):
+            return _function(
+                _name_of(head, index), head, second if isinstance(second, str) else None
+            )
+        if isinstance(head, str):
+            return _text(head, second, item[2] if len(item) > 2 else None, index)
+        raise OptionsTypeError(
+            f"options[{index}]: a tuple option starts with a callable or a name, got {head!r}"
+        )
+    raise OptionsTypeError(
+        f"options[{index}]: expected a callable, a name or a tuple, got {type(item).__name__}"
+    )
+
+
+def _text(name: str, description: object, schema: object, index: int) -> Option:
+    if not name:
+        raise OptionsTypeError(f"options[{index}]: option names must be non-empty")
+    if description is not None and not isinstance(description, str):
+        raise OptionsTypeError(
+            f"options[{index}]: the description must be a string, got {description!r}"
+        )
+    if schema is None:
+        return Option.make(name, "text", description or None)
+    if not isinstance(schema, dict):
+        raise OptionsTypeError(
+            f"option {name!r}: the schema must be a dict, got {type(schema).__name__}"
+        )
+    return _schema(name, description or "", schema)
+
+
+def _schema(name: str, description: str, schema: dict[Any, Any]) -> Option:
+    if "decision" in schema:
+        raise OptionsTypeError(
+            f"option {name!r}: a schema field may not be named 'decision' (the result uses "
+            "that key for the option's name); rename it"
+        )
+    fields = tuple(
+        Param(field, spec) for field, spec in from_schema(schema, where=f"option {name!r}")
+    )
+    return Option.make(name, "schema", description or None, fields)
+
+
+def _name_of(fn: object, index: int) -> str:
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name or name == "<lambda>":
+        raise OptionsTypeError(
+            f"options[{index}]: {fn!r} has no usable __name__; use the dict form to name it"
+        )
+    return name
+
+
+def _function(name: str, fn: object, description: str | None) -> Option:
+    try:
+        return _cached_function(name, fn, description or None)
+    except TypeError as exc:
+        if isinstance(exc, OptionsTypeError):
+            raise
+        return _build_function(name, fn, description or None)  # unhashable callable
+
+
+@functools.lru_cache(maxsize=2048)
+def _cached_function(name: str, fn: object, description: str | None) -> Option:
+    return _build_function(name, fn, description)
+
+
+def _build_function(name: str, fn: object, description: str | None) -> Option:
+    assert callable(fn)
+    spec = function_spec(_as_callable(fn), where=f"option {name!r}")
+    description = description or spec.description or describe(fn)
+    return Option.make(name, "function", description, spec.visible, fn, spec)
+
+
+def _as_callable(fn: object) -> Callable[..., Any]:
+    assert callable(fn)
+    return fn

@@ -1,0 +1,47 @@
+"""One option's block of the menu text (DECISION-SPEC §5)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from engine._decision._params import Param
+
+__all__ = ["render_block"]
+
+
+def render_block(name: str, description: str | None, fields: Sequence[Param]) -> str:
+    """Render the signature line, description, field lines and ``Call:`` line of one option."""
+    lines = [f"{name}({_signature(fields)})"]
+    if description:
+        lines.append(f"    {description}")
+    for p in fields:
+        line = f"    {p.name}"
+        if p.spec.description:
+            line += f": {p.spec.description}"
+        if p.spec.enum is not None:
+            line += " (options: " + ", ".join(_json(v) for v in p.spec.enum) + ")"
+        lines.append(line)
+    call: dict[str, Any] = {"call": name}
+    if fields:
+        call["args"] = {p.name: p.spec.placeholder() for p in fields}
+    lines.append(f"    Call: {_json(call)}")
+    return "\n".join(lines)
+
+
+def _signature(fields: Sequence[Param]) -> str:
+    parts = []
+    for p in fields:
+        text = f"{p.name}: {p.spec.label}"
+        if p.has_default:
+            text += f" = {_json(p.default)}"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def _json(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return json.dumps(repr(value), ensure_ascii=False)

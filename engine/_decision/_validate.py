@@ -1,0 +1,160 @@
+"""Validation of a pick against the menu, and binding of a function option's arguments.
+
+Checks run in the order of DECISION-SPEC §7 and the first failure is reported. The model
+can only fill model-visible fields: runtime-class parameters always get the runtime, hidden
+ones come from the context (or their default), and whatever the model sends for them is
+dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine._decision._extract import RawPick
+
+from engine._context import RUNTIME_PARAMS
+from engine._decision._menu import Menu
+from engine._decision._options import Option
+from engine._decision._spec import FieldError, check
+from engine._errors import OptionsTypeError
+
+__all__ = ["Failure", "Pick", "bind", "validate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """A validated pick: the option and its validated, model-supplied arguments."""
+
+    option: Option
+    args: dict[str, Any]
+
+
+class Failure(Exception):
+    """A reply that holds no valid pick; ``kind`` is the decision failure kind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        self.message = message
+        super().__init__(message)
+
+
+def validate(raw: RawPick | None, menu: Menu) -> Pick:
+    """Validate an extracted pick against the menu.
+
+    Raises:
+        Failure: ``no_action``, ``unknown_call``, ``bad_args``, ``missing_required``,
+            ``type_mismatch`` or ``enum_violation``.
+    """
+    if raw is None:
+        raise Failure(
+            "no_action",
+            "the reply holds no pick; end with one JSON object in the format of an "
+            "option's Call: line",
+        )
+    option = menu.by_name.get(raw.call) if isinstance(raw.call, str) else None
+    if option is None:
+        raise Failure(
+            "unknown_call",
+            f"{_show(raw.call)} is not an option; valid options: {', '.join(menu.names)}",
+        )
+    args = _args_of(raw, option)
+    if option.kind == "function":
+        return Pick(option, _check_params(option, args))
+    return Pick(option, _check_schema(option, args))
+
+
+def _args_of(raw: RawPick, option: Option) -> dict[str, Any]:
+    if not raw.has_args:
+        extras = raw.extras
+        # Flattened arguments only when every other key is a parameter of the option:
+        # otherwise the extra keys are commentary, not arguments.
+        if extras and set(extras) <= _param_names(option):
+            return dict(extras)
+        return {}
+    args = raw.args
+    if args is None or args == {} or args == [] or args == "":
+        return {}
+    if not isinstance(args, dict):
+        raise Failure(
+            "bad_args",
+            f"args of {option.name!r} must be a JSON object, got {type(args).__name__}",
+        )
+    return args
+
+
+def _param_names(option: Option) -> frozenset[str]:
+    if option.function is not None:
+        return frozenset(p.name for p in option.function.params)
+    return option.field_names
+
+
+def _check_schema(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:
+    missing = [p.name for p in option.fields if p.name not in args]
+    if missing:
+        raise Failure(
+            "missing_required",
+            f"{option.name!r} is missing required field(s): {', '.join(missing)}",
+        )
+    return {p.name: _check(option, p.spec, args[p.name], p.name) for p in option.fields}
+
+
+def _check_params(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:
+    missing = [p.name for p in option.fields if p.required and p.name not in args]
+    if missing:
+        raise Failure(
+            "missing_required",
+            f"{option.name!r} is missing required argument(s): {', '.join(missing)}",
+        )
+    out: dict[str, Any] = {}
+    for p in option.fields:
+        if p.name not in args:
+            continue
+        value = args[p.name]
+        if value is None and p.has_default:
+            continue  # null means "use the default"
+        out[p.name] = _check(option, p.spec, value, p.name)
+    spec = option.function
+    if spec is not None and spec.var_keyword:
+        blocked = RUNTIME_PARAMS.union(p.name for p in spec.params)
+        out.update((k, v) for k, v in args.items() if k not in blocked)
+    return out
+
+
+def _check(option: Option, spec: Any, value: object, path: str) -> object:
+    try:
+        return check(spec, value, path)
+    except FieldError as exc:
+        raise Failure(exc.kind, f"{option.name!r}: {exc}") from None
+
+
+def bind(
+    pick: Pick, *, runtime: object = None, context: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Return the keyword arguments to call a function option with.
+
+    Raises:
+        OptionsTypeError: A hidden parameter has no default and is not in ``context``.
+    """
+    spec = pick.option.function
+    if spec is None:
+        return dict(pick.args)
+    kwargs = dict(pick.args)
+    for p in spec.params:
+        if p.source == "runtime":
+            kwargs[p.name] = runtime
+        elif p.source == "hidden":
+            if context is not None and p.name in context:
+                kwargs[p.name] = context[p.name]
+            elif not p.has_default:
+                raise OptionsTypeError(
+                    f"option {pick.option.name!r}: hidden parameter {p.name!r} has no default "
+                    "and is not in the call's context; pass context={...}"
+                )
+    return kwargs
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

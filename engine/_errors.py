@@ -1,0 +1,176 @@
+"""The engine's exceptions, one tree rooted at :class:`EngineError`.
+
+::
+
+    EngineError
+    ├── OptionsTypeError (TypeError)       a bad option container, item or schema
+    ├── OptionsValueError (ValueError)     an empty menu, a duplicate option name
+    ├── DecisionError (ValueError)         no valid pick after every re-pick
+    ├── DeadlineExceeded (TimeoutError)    a ``timeout_s`` budget ran out
+    ├── NonDeterminismError                replay met a different request than the journal holds
+    ├── JournalError                       a value could not be journaled or read back
+    ├── RunConflictError                   another worker or resumer holds the run
+    └── ModelError                         a provider call failed
+        ├── RetryableModelError            worth another attempt (transport layer)
+        │   ├── RateLimitError             429; ``retry_after`` in seconds when known
+        │   ├── ProviderUnavailableError   5xx, overloaded, dropped connection
+        │   └── ModelTimeoutError          the provider did not answer in time
+        ├── BadRequestError                the provider rejected the request
+        ├── AuthenticationError            missing or wrong credentials
+        └── ScriptExhaustedError           a ScriptedModel ran out of replies
+
+Each exception carries its context as keyword attributes and a one-sentence message that
+names the bad value and, where possible, the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "DeadlineExceeded",
+    "DecisionError",
+    "EngineError",
+    "JournalError",
+    "ModelError",
+    "ModelTimeoutError",
+    "NonDeterminismError",
+    "OptionsTypeError",
+    "OptionsValueError",
+    "ProviderUnavailableError",
+    "RateLimitError",
+    "RetryableModelError",
+    "RunConflictError",
+    "ScriptExhaustedError",
+]
+
+REPLY_HEAD = 200
+
+
+class EngineError(Exception):
+    """Root of every error the engine raises on purpose."""
+
+
+class OptionsTypeError(EngineError, TypeError):
+    """An option container, item, handler or schema has the wrong shape."""
+
+
+class OptionsValueError(EngineError, ValueError):
+    """A menu is empty or names one option twice."""
+
+
+class DecisionError(EngineError, ValueError):
+    """The model never produced a valid pick, after every re-pick.
+
+    Attributes:
+        kind: The last failure kind (``no_action``, ``unknown_call``, ``bad_args``,
+            ``missing_required``, ``type_mismatch``, ``enum_violation``, ``truncated``).
+        message: The whole message, starting ``decision failed after N attempt(s)``.
+        detail: The last failure's own message (valid names, the field path).
+        reply: The head of the last reply.
+        replies: Every raw reply, in order.
+        attempts: How many picks were asked for.
+        options: The names of the offered options.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        detail: str,
+        *,
+        replies: Sequence[str] = (),
+        attempts: int = 1,
+        options: Sequence[str] = (),
+    ) -> None:
+        self.kind = kind
+        self.detail = detail
+        self.replies = list(replies)
+        self.attempts = attempts
+        self.options = list(options)
+        last = self.replies[-1] if self.replies else ""
+        self.reply = last[:REPLY_HEAD]
+        self.message = (
+            f"decision failed after {attempts} attempt(s): {kind}: {detail}; "
+            f"last reply: {self.reply!r}"
+        )
+        super().__init__(self.message)
+
+
+class DeadlineExceeded(EngineError, TimeoutError):
+    """A ``timeout_s`` budget ran out before the work inside it finished."""
+
+    def __init__(self, timeout_s: float, *, where: str = "exec") -> None:
+        self.timeout_s = timeout_s
+        self.where = where
+        super().__init__(
+            f"{where} did not finish within timeout_s={timeout_s}; raise timeout_s "
+            "or make the work inside it smaller"
+        )
+
+
+class NonDeterminismError(EngineError):
+    """Replay met a request that differs from the one recorded under the same key."""
+
+    def __init__(self, key: str, detail: str) -> None:
+        self.key = key
+        self.detail = detail
+        super().__init__(
+            f"replay diverged at {key!r}: {detail}; the flow must ask the same things in the "
+            "same order on resume (fix the code, or start a new run)"
+        )
+
+
+class JournalError(EngineError):
+    """A value could not be journaled (not JSON-serialisable) or read back."""
+
+
+class RunConflictError(EngineError):
+    """Another worker or resumer holds the run, so this one may not proceed."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        self.run_id = run_id
+        super().__init__(message)
+
+
+class ModelError(EngineError):
+    """A model provider call failed."""
+
+    def __init__(self, message: str, *, provider: str | None = None) -> None:
+        self.provider = provider
+        super().__init__(message)
+
+
+class RetryableModelError(ModelError):
+    """A provider failure that another attempt may fix (the transport layer retries it)."""
+
+
+class RateLimitError(RetryableModelError):
+    """The provider answered 429; ``retry_after`` is its wait in seconds when it said one."""
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, provider: str | None = None
+    ) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, provider=provider)
+
+
+class ProviderUnavailableError(RetryableModelError):
+    """The provider failed on its side (5xx, overloaded) or the connection dropped."""
+
+
+class ModelTimeoutError(RetryableModelError):
+    """The provider did not answer in time."""
+
+
+class BadRequestError(ModelError):
+    """The provider rejected the request itself; retrying the same request cannot help."""
+
+
+class AuthenticationError(ModelError):
+    """The provider refused the credentials; set the API key and try again."""
+
+
+class ScriptExhaustedError(ModelError):
+    """A :class:`~engine.models.ScriptedModel` was asked for more replies than it holds."""

@@ -1,0 +1,154 @@
+"""Decisions: offer the model a menu, let it pick, and resolve the pick into the next step.
+
+``await decision.make(prompt, options)`` asks for a pick only; ``await runtime.exec(...,
+choices=options)`` lets the model work a full turn first. Both build the menu before any
+model call, re-pick in the same conversation on a bad reply, and raise
+:class:`DecisionError` when no valid pick came.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine._context import current_runtime
+from engine._decision._extract import extract_action, find_pick
+from engine._decision._menu import Menu, build_menu, render_options
+from engine._decision._options import Option
+from engine._decision._prompts import DECISION_FINISH_INSTRUCTION
+from engine._decision._validate import Failure, Pick, validate
+from engine._errors import DecisionError
+from engine._runtime import OnRetry, Runtime, resolve
+from engine.models import Message, Request
+from engine.models._types import ChoiceSpec
+
+__all__ = [
+    "DECISION_FINISH_INSTRUCTION",
+    "DecisionError",
+    "extract_action",
+    "make",
+    "parse_args",
+    "render_options",
+    "resolve_decision",
+]
+
+
+async def make(
+    prompt: str,
+    options: object,
+    *,
+    runtime: Runtime | None = None,
+    context: Mapping[str, Any] | None = None,
+    max_retries: int = 1,
+    timeout_s: float | None = None,
+    on_retry: OnRetry | None = None,
+) -> Any:
+    """Ask the model to pick one option and return the result of the pick.
+
+    The request is one user message: ``prompt``, a blank line, then the menu. The prompt
+    itself must tell the model to pick.
+
+    Args:
+        prompt: The question; it must ask the model to pick.
+        options: A dict ``{name: handler}`` or a list of options (DECISION-SPEC §2).
+        runtime: The runtime to ask with; the ambient one by default.
+        context: Values for hidden parameters of function options.
+        max_retries: Re-picks after a bad reply (0 disables).
+        timeout_s: One deadline over the call and every re-pick.
+        on_retry: Called with a :class:`~engine.RetryEvent` before each re-pick.
+
+    Raises:
+        TypeError: ``options`` is not a dict or list, or an option is malformed.
+        ValueError: ``options`` is empty or names an option twice; ``max_retries`` < 0.
+        RuntimeError: No ``runtime=`` and no ambient runtime.
+        DecisionError: No valid pick after every re-pick.
+    """
+    menu = build_menu(options)
+    rt = runtime if runtime is not None else current_runtime.get()
+    if not isinstance(rt, Runtime):
+        raise RuntimeError(
+            "decision.make needs a runtime: declare `runtime=None` as a parameter of the "
+            "@agentic_function that calls it (the ambient runtime is then injected), or pass "
+            "runtime= explicitly"
+        )
+    request = _make_request(rt, prompt, menu)
+    return await rt.decide(
+        request,
+        menu,
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+        context=context,
+        on_retry=on_retry,
+    )
+
+
+def _make_request(runtime: Runtime, prompt: str, menu: Menu) -> Request:
+    messages = [Message.of("system", runtime.system)] if runtime.system else []
+    messages.append(Message.of("user", f"{prompt}\n\n{menu.text}"))
+    choices = [ChoiceSpec.model_construct(**c) for c in menu.choices()]
+    return Request.model_construct(
+        messages=messages,
+        tools=None,
+        response_format=None,
+        model=None,
+        choices=choices,
+        max_tokens=None,
+    )
+
+
+def parse_args(
+    reply: str,
+    options: object,
+    *,
+    runtime: object = None,
+    context: Mapping[str, Any] | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """Parse and validate one reply against ``options``, without asking again.
+
+    Returns:
+        ``(chosen, kwargs)``: for a function option the function and its bound keyword
+        arguments (runtime and hidden parameters included); otherwise the option's name and
+        its validated fields.
+
+    Raises:
+        DecisionError: The reply holds no valid pick (``attempts`` is 1).
+    """
+    from engine._decision._validate import bind
+
+    menu = build_menu(options)
+    pick = _validated(reply, menu)
+    if pick.option.kind == "function":
+        return pick.option.handler, bind(pick, runtime=runtime, context=context)
+    return pick.option.name, dict(pick.args)
+
+
+def _validated(reply: str, menu: Menu) -> Pick:
+    try:
+        return validate(find_pick(reply, menu.by_name), menu)
+    except Failure as failure:
+        raise DecisionError(
+            failure.kind, failure.message, replies=[reply], attempts=1, options=menu.names
+        ) from None
+
+
+async def resolve_decision(chosen: Any, kwargs: Mapping[str, Any], options: object) -> Any:
+    """Resolve a ``parse_args`` result into the result of the next step.
+
+    A function is awaited (or run on a worker thread when it is a plain ``def``) with
+    ``kwargs``; a name returns its option's value, its name, or ``{"decision": name, **kwargs}``
+    for a schema option.
+    """
+    menu = build_menu(options)
+    option: Option | None
+    if isinstance(chosen, str) and chosen in menu.by_name:
+        option = menu.by_name[chosen]
+    else:
+        option = next((o for o in menu.options if o.handler is chosen and callable(chosen)), None)
+    if option is None:
+        raise ValueError(f"{chosen!r} is not one of the offered options: {menu.names}")
+    if option.kind == "function":
+        from engine._runtime import _call
+
+        spec = option.function
+        return await _call(chosen, dict(kwargs), spec.is_async if spec else False)
+    return await resolve(Pick(option, dict(kwargs)))

@@ -1,0 +1,74 @@
+"""A test double that answers from a script."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+
+from engine._errors import ScriptExhaustedError
+from engine.models._types import Request, Response, Usage
+
+__all__ = ["ScriptedModel"]
+
+ReplyFunction = Callable[[Request], str | Awaitable[str]]
+
+
+class ScriptedModel:
+    """Answer each call with the next reply of a script, or with a function of the request.
+
+    Args:
+        replies: A list of reply strings, used one per call in order, or a callable
+            ``request -> str`` (sync or async).
+        name: The model name reported on replies.
+
+    Every request is recorded in :attr:`requests`, in order.
+    """
+
+    def __init__(self, replies: Sequence[str] | ReplyFunction, *, name: str = "scripted") -> None:
+        if isinstance(replies, str):
+            raise TypeError("replies must be a list of strings or a callable, got one string")
+        self.name = name
+        self.requests: list[Request] = []
+        self._script: list[str] | None = None
+        self._fn: ReplyFunction | None = None
+        if callable(replies):
+            self._fn = replies
+        else:
+            self._script = list(replies)
+        self._next = 0
+
+    @property
+    def calls(self) -> int:
+        """How many times the model was called."""
+        return len(self.requests)
+
+    async def complete(self, request: Request) -> Response:
+        """Record the request and return the next scripted reply."""
+        self.requests.append(request)
+        if self._fn is not None:
+            text = self._fn(request)
+            if inspect.isawaitable(text):
+                text = await text
+            if not isinstance(text, str):
+                raise TypeError(f"the reply function must return a str, got {type(text).__name__}")
+        else:
+            assert self._script is not None
+            if self._next >= len(self._script):
+                raise ScriptExhaustedError(
+                    f"ScriptedModel ran out of replies after {len(self._script)} call(s); "
+                    "add replies to the script",
+                    provider="scripted",
+                )
+            text = self._script[self._next]
+            self._next += 1
+        return Response.model_construct(
+            text=text,
+            tool_calls=[],
+            finish_reason="stop",
+            usage=Usage.model_construct(
+                input_tokens=sum(len(m.text) for m in request.messages) // 4,
+                output_tokens=len(text) // 4,
+            ),
+            model=self.name,
+            latency_s=0.0,
+        )
