@@ -21,13 +21,13 @@ from engine._decision._extract import find_pick
 from engine._decision._menu import Menu, build_menu
 from engine._decision._prompts import DECISION_FINISH_INSTRUCTION, repick_text
 from engine._decision._validate import Failure, Pick, bind, validate
-from engine._errors import DeadlineExceeded, DecisionError
+from engine._errors import REPLY_HEAD, DeadlineExceeded, DecisionError
 from engine._hooks import Hooks, RetryEvent, current_hooks
 from engine._trace import Node, NodeKind, Trace, summarise
 from engine.models import ChoiceSpec, Message, Model, Request, Response, TextBlock
 from engine.models._types import ContentBlock, ToolSpec
 
-__all__ = ["OnRetry", "Runtime", "resolve"]
+__all__ = ["OnRetry", "Runtime", "call_option", "resolve"]
 
 OnRetry = Callable[[RetryEvent], object]
 Content = str | Sequence[ContentBlock]
@@ -177,7 +177,10 @@ class Runtime:
             raise
         node.add_usage(response.usage.input_tokens, response.usage.output_tokens)
         node.close(
-            "ok", model=response.model, finish_reason=response.finish_reason, reply=response.text
+            "ok",
+            model=response.model,
+            finish_reason=response.finish_reason,
+            reply=response.text[:REPLY_HEAD],
         )
         return response
 
@@ -211,8 +214,9 @@ class _Asker:
 
     async def __call__(self, request: Request) -> Pick:
         replies: list[str] = []
+        heads: list[str] = []
         failures: list[str] = []
-        self.node.data["failures"] = failures
+        self.node.data.update(failures=failures, replies=heads)
         messages = list(request.messages)
         for attempt in range(self.max_retries + 1):
             if attempt:
@@ -221,30 +225,41 @@ class _Asker:
             mnode = self.node.child(kind, kind, attempt=attempt)
             response = await self.runtime.call_model(mnode, self.model, request, self.hooks)
             replies.append(response.text)
+            heads.append(response.text[:REPLY_HEAD])
             try:
-                pick = validate(find_pick(response.text, self.menu.by_name), self.menu)
+                pick = self._validate(response)
             except Failure as failure:
-                kind_ = "truncated" if response.truncated else failure.kind
-                failures.append(kind_)
-                mnode.data["failure"] = kind_
+                failures.append(failure.kind)
+                mnode.data["failure"] = failure.kind
                 if attempt == self.max_retries:
                     self.node.data["attempts"] = attempt + 1
                     raise DecisionError(
-                        kind_,
+                        failure.kind,
                         failure.message,
                         replies=replies,
                         attempts=attempt + 1,
                         options=self.menu.names,
                     ) from None
-                await self._retry_event(attempt + 1, kind_, failure.message)
+                await self._retry_event(attempt + 1, failure.kind, failure.message)
                 messages.append(Message.of("assistant", response.text))
                 messages.append(
-                    Message.of("user", repick_text(kind_, failure.message, self.menu.text))
+                    Message.of("user", repick_text(failure.kind, failure.message, self.menu.text))
                 )
                 continue
             self.node.data["attempts"] = attempt + 1
             return pick
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _validate(self, response: Response) -> Pick:
+        if response.truncated:
+            # The pick comes last, so a cut-off reply lost it: any pick still readable is one
+            # the model only mentioned earlier, and must not run.
+            raise Failure(
+                "truncated",
+                f"the reply was cut off (finish_reason={response.finish_reason!r}) before "
+                "the pick was complete",
+            )
+        return validate(find_pick(response.text, self.menu.by_name), self.menu)
 
     async def _retry_event(self, attempt: int, kind: str, message: str) -> None:
         if self.on_retry is None:
@@ -275,7 +290,7 @@ async def resolve(
     assert callable(fn)
     spec = option.function
     is_async = spec.is_async if spec is not None else False
-    run = functools.partial(_call, fn, kwargs, is_async)
+    run = functools.partial(call_option, fn, kwargs, is_async)
     hooks = hooks or current_hooks.get()
     if parent is None:
         return await run()
@@ -290,7 +305,8 @@ async def resolve(
     return result
 
 
-async def _call(fn: Callable[..., Any], kwargs: dict[str, Any], is_async: bool) -> Any:
+async def call_option(fn: Callable[..., Any], kwargs: dict[str, Any], is_async: bool) -> Any:
+    """Call a picked function option with its bound arguments and return its result."""
     if is_async:
         return await fn(**kwargs)
     # A plain def may block; run it on a worker thread so other runs keep going.
@@ -343,5 +359,5 @@ class _deadline:
         swallowed = bool(self._scope.__exit__(*exc))  # type: ignore[arg-type]
         if self._scope.cancelled_caught:
             assert self.timeout_s is not None
-            raise DeadlineExceeded(self.timeout_s, where=self.where)
+            raise DeadlineExceeded(self.timeout_s, where=self.where) from None
         return swallowed

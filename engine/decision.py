@@ -11,16 +11,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine._context import current_runtime
-from engine._decision._extract import extract_action, find_pick
-from engine._decision._menu import Menu, build_menu, render_options
-from engine._decision._options import Option
+# Implementation names are imported under private aliases, so this public module exports
+# exactly what ``__all__`` lists.
+from engine._context import current_runtime as _current_runtime
+from engine._decision._extract import extract_action
+from engine._decision._extract import find_pick as _find_pick
+from engine._decision._menu import Menu as _Menu
+from engine._decision._menu import build_menu as _build_menu
+from engine._decision._menu import render_options
 from engine._decision._prompts import DECISION_FINISH_INSTRUCTION
-from engine._decision._validate import Failure, Pick, validate
+from engine._decision._validate import Failure as _Failure
+from engine._decision._validate import Pick as _Pick
+from engine._decision._validate import bind as _bind
+from engine._decision._validate import validate as _validate
 from engine._errors import DecisionError
-from engine._runtime import OnRetry, Runtime, resolve
-from engine.models import Message, Request
-from engine.models._types import ChoiceSpec
+from engine._runtime import OnRetry as _OnRetry
+from engine._runtime import Runtime as _Runtime
+from engine._runtime import call_option as _call_option
+from engine._runtime import resolve as _resolve
+from engine.models._types import ChoiceSpec as _ChoiceSpec
+from engine.models._types import Message as _Message
+from engine.models._types import Request as _Request
 
 __all__ = [
     "DECISION_FINISH_INSTRUCTION",
@@ -37,11 +48,11 @@ async def make(
     prompt: str,
     options: object,
     *,
-    runtime: Runtime | None = None,
+    runtime: _Runtime | None = None,
     context: Mapping[str, Any] | None = None,
     max_retries: int = 1,
     timeout_s: float | None = None,
-    on_retry: OnRetry | None = None,
+    on_retry: _OnRetry | None = None,
 ) -> Any:
     """Ask the model to pick one option and return the result of the pick.
 
@@ -63,9 +74,9 @@ async def make(
         RuntimeError: No ``runtime=`` and no ambient runtime.
         DecisionError: No valid pick after every re-pick.
     """
-    menu = build_menu(options)
-    rt = runtime if runtime is not None else current_runtime.get()
-    if not isinstance(rt, Runtime):
+    menu = _build_menu(options)
+    rt = runtime if runtime is not None else _current_runtime.get()
+    if not isinstance(rt, _Runtime):
         raise RuntimeError(
             "decision.make needs a runtime: declare `runtime=None` as a parameter of the "
             "@agentic_function that calls it (the ambient runtime is then injected), or pass "
@@ -82,11 +93,11 @@ async def make(
     )
 
 
-def _make_request(runtime: Runtime, prompt: str, menu: Menu) -> Request:
-    messages = [Message.of("system", runtime.system)] if runtime.system else []
-    messages.append(Message.of("user", f"{prompt}\n\n{menu.text}"))
-    choices = [ChoiceSpec.model_construct(**c) for c in menu.choices()]
-    return Request.model_construct(
+def _make_request(runtime: _Runtime, prompt: str, menu: _Menu) -> _Request:
+    messages = [_Message.of("system", runtime.system)] if runtime.system else []
+    messages.append(_Message.of("user", f"{prompt}\n\n{menu.text}"))
+    choices = [_ChoiceSpec.model_construct(**c) for c in menu.choices()]
+    return _Request.model_construct(
         messages=messages,
         tools=None,
         response_format=None,
@@ -113,19 +124,17 @@ def parse_args(
     Raises:
         DecisionError: The reply holds no valid pick (``attempts`` is 1).
     """
-    from engine._decision._validate import bind
-
-    menu = build_menu(options)
+    menu = _build_menu(options)
     pick = _validated(reply, menu)
     if pick.option.kind == "function":
-        return pick.option.handler, bind(pick, runtime=runtime, context=context)
+        return pick.option.handler, _bind(pick, runtime=runtime, context=context)
     return pick.option.name, dict(pick.args)
 
 
-def _validated(reply: str, menu: Menu) -> Pick:
+def _validated(reply: str, menu: _Menu) -> _Pick:
     try:
-        return validate(find_pick(reply, menu.by_name), menu)
-    except Failure as failure:
+        return _validate(_find_pick(reply, menu.by_name), menu)
+    except _Failure as failure:
         raise DecisionError(
             failure.kind, failure.message, replies=[reply], attempts=1, options=menu.names
         ) from None
@@ -138,17 +147,15 @@ async def resolve_decision(chosen: Any, kwargs: Mapping[str, Any], options: obje
     ``kwargs``; a name returns its option's value, its name, or ``{"decision": name, **kwargs}``
     for a schema option.
     """
-    menu = build_menu(options)
-    option: Option | None
-    if isinstance(chosen, str) and chosen in menu.by_name:
-        option = menu.by_name[chosen]
-    else:
-        option = next((o for o in menu.options if o.handler is chosen and callable(chosen)), None)
+    menu = _build_menu(options)
+    option = menu.by_name.get(chosen) if isinstance(chosen, str) else None
+    if option is None and callable(chosen):
+        option = next((o for o in menu.options if o.handler is chosen), None)
     if option is None:
         raise ValueError(f"{chosen!r} is not one of the offered options: {menu.names}")
     if option.kind == "function":
-        from engine._runtime import _call
-
         spec = option.function
-        return await _call(chosen, dict(kwargs), spec.is_async if spec else False)
-    return await resolve(Pick(option, dict(kwargs)))
+        fn = option.handler
+        assert callable(fn)
+        return await _call_option(fn, dict(kwargs), spec.is_async if spec else False)
+    return await _resolve(_Pick(option, dict(kwargs)))
