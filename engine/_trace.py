@@ -8,6 +8,7 @@ depends on wall-clock time or scheduling order inside one parent.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -92,18 +93,21 @@ class Node:
         }
 
 
-# Data kept whole in exports: small lists of names and kinds that aggregate into graphs.
-_KEEP = frozenset({"options", "failures", "pick", "attempts", "enforcement", "layer"})
+# Data kept whole in exports: small lists of names and kinds that aggregate into graphs, and
+# the reply heads (already cut to a bounded length when recorded).
+_KEEP = frozenset({"options", "failures", "pick", "attempts", "enforcement", "layer", "replies"})
 
 
 class Trace:
     """The nodes of one run, in the order they were opened."""
 
-    __slots__ = ("_next_id", "nodes", "root_key")
+    __slots__ = ("_ids", "nodes", "root_key")
 
     def __init__(self, root_key: str = "") -> None:
         self.nodes: list[Node] = []
-        self._next_id = 0
+        # next() on a count is atomic, so frames of plain-def options opened on worker
+        # threads never share an id with nodes opened on the event loop.
+        self._ids = itertools.count()
         self.root_key = root_key
 
     def open(self, kind: NodeKind, name: str, *, parent: Node | None, **data: Any) -> Node:
@@ -115,8 +119,7 @@ class Trace:
         else:
             key = parent.next_key(label)
             parent_id = parent.id
-        node = Node(self._next_id, kind, name, key, parent_id, self, data=data)
-        self._next_id += 1
+        node = Node(next(self._ids), kind, name, key, parent_id, self, data=data)
         self.nodes.append(node)
         return node
 

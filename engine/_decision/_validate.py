@@ -12,9 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine._decision._extract import RawPick
-
 from engine._context import RUNTIME_PARAMS
+from engine._decision._extract import RawPick
 from engine._decision._menu import Menu
 from engine._decision._options import Option
 from engine._decision._spec import FieldError, check
