@@ -147,27 +147,36 @@ def _inject(
 
 
 class _frame:
-    """Open a frame node for one call and make it the parent of what the body opens."""
+    """Open a frame node for one call and make it the parent of what the body opens.
+
+    A call with no parent node and no runtime has no trace to join, so it opens no node:
+    what the body opens becomes a root of whichever runtime's trace it uses.
+    """
 
     __slots__ = ("_node", "_token", "name", "runtime")
 
     def __init__(self, name: str, runtime: object | None) -> None:
         self.name = name
         self.runtime = runtime
+        self._node: Node | None = None
 
-    def __enter__(self) -> Node:
+    def __enter__(self) -> None:
         parent = current_node.get()
         if parent is not None:
             node = parent.child("frame", self.name)
         else:
             trace = getattr(self.runtime, "trace", None)
-            node = (trace if isinstance(trace, Trace) else Trace()).open(
-                "frame", self.name, parent=None
-            )
+            if not isinstance(trace, Trace):
+                return
+            node = trace.open("frame", self.name, parent=None)
         self._node = node
         self._token = current_node.set(node)
-        return node
 
     def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if self._node is None:
+            return
         current_node.reset(self._token)
-        self._node.close("ok" if exc_type is None else "error")
+        if exc_type is None:
+            self._node.close("ok")
+        else:
+            self._node.close("error", error=exc_type.__name__)
