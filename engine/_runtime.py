@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from pydantic import TypeAdapter, ValidationError
 
 from engine._context import ambient_runtime, current_node, using_node
 from engine._decision._extract import find_pick
@@ -24,7 +25,7 @@ from engine._decision._validate import Failure, Pick, bind, validate
 from engine._errors import REPLY_HEAD, DeadlineExceeded, DecisionError
 from engine._hooks import Hooks, RetryEvent, current_hooks
 from engine._trace import Node, NodeKind, Trace, summarise
-from engine.models import ChoiceSpec, Message, Model, Request, Response, TextBlock
+from engine.models import ChoiceSpec, ImageBlock, Message, Model, Request, Response, TextBlock
 from engine.models._types import ContentBlock, ToolSpec
 
 __all__ = ["OnRetry", "Runtime", "call_option", "resolve"]
@@ -326,9 +327,27 @@ def _returns(fn: object) -> object:
 def _blocks(content: Content) -> list[ContentBlock]:
     if isinstance(content, str):
         return [TextBlock.model_construct(type="text", text=content)]
-    if isinstance(content, Sequence):
-        return [TextBlock(text=b) if isinstance(b, str) else b for b in content]
+    if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
+        return [_block(b) for b in content]
     raise TypeError(f"content must be a string or a list of content blocks, got {content!r}")
+
+
+_BLOCK: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
+
+
+def _block(block: object) -> ContentBlock:
+    if isinstance(block, TextBlock | ImageBlock):
+        return block
+    if isinstance(block, str):
+        return TextBlock.model_construct(type="text", text=block)
+    try:
+        # The dict form ({"type": "text", "text": ...}) is validated, never passed on raw.
+        return _BLOCK.validate_python(block)
+    except ValidationError as exc:
+        raise TypeError(
+            "content blocks must be strings, TextBlock/ImageBlock or their dict form, "
+            f"got {block!r}"
+        ) from exc
 
 
 def _check_retries(max_retries: int) -> None:
