@@ -88,6 +88,10 @@ def _wrap(
                 return fn(*args, **kwargs)
 
         wrapper = sync_wrapper
+    if name:
+        # List-form options are named by __name__; __qualname__ stays, so the function is
+        # still found by its import path.
+        wrapper.__name__ = name
     setattr(
         wrapper, AGENTIC_ATTR, {"input": inputs, "name": frame_name, "description": description}
     )
