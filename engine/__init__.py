@@ -7,6 +7,8 @@ resolves the pick into the result of the next step. Runs are journaled and resum
 
 from engine import decision
 from engine._agentic import agentic_function
+from engine._branches import gather, map
+from engine._engine import Engine
 from engine._errors import (
     AuthenticationError,
     BadRequestError,
@@ -34,6 +36,7 @@ __all__ = [
     "BadRequestError",
     "DeadlineExceeded",
     "DecisionError",
+    "Engine",
     "EngineError",
     "Hooks",
     "JournalError",
@@ -53,4 +56,6 @@ __all__ = [
     "Trace",
     "agentic_function",
     "decision",
+    "gather",
+    "map",
 ]

@@ -1,0 +1,131 @@
+"""Decision overhead: one ``decision.make`` round trip against the floor any engine pays.
+
+Prints medians of repeated runs in one process, side by side:
+
+* the hand-written transition: the same async fake model, then ``json.loads``, a dict
+  lookup and a call (the floor);
+* ``decision.make`` on a 3-option menu (render + call + extract + validate + resolve +
+  trace), and on a 20-option menu with nested schemas;
+* extraction time on adversarial replies.
+
+Run with ``make bench`` or ``python bench/decision_overhead.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine import Runtime, decision
+from engine.models import Request, ScriptedModel
+
+ROUNDS = 15
+CALLS = 2000
+
+
+async def refund(amount: float, reason: str) -> str:
+    """Refund the customer."""
+    return "refunded"
+
+
+async def escalate(summary: str) -> str:
+    """Escalate to a human."""
+    return "escalated"
+
+
+THREE = {"refund": refund, "escalate": escalate, "close": "CLOSED"}
+PICK3 = {"call": "refund", "args": {"amount": 12.5, "reason": "broken on arrival"}}
+
+
+def twenty_options() -> dict[str, object]:
+    options: dict[str, object] = {}
+    for i in range(20):
+        options[f"plan_{i}"] = (
+            f"Produce plan {i}.",
+            {
+                "steps": [{"action": {"type": str, "options": ["read", "write"]}, "target": str}],
+                "rationale": "why this plan",
+                "priority": {"type": int, "options": [1, 2, 3]},
+            },
+        )
+    return options
+
+
+PICK20 = {
+    "call": "plan_17",
+    "args": {
+        "steps": [{"action": "read", "target": "db"}, {"action": "write", "target": "log"}],
+        "rationale": "because",
+        "priority": 2,
+    },
+}
+
+
+def fake_model(pick: dict[str, object]) -> Callable[[Request], Awaitable[str]]:
+    reply = json.dumps(pick)
+
+    async def answer(request: Request) -> str:
+        await asyncio.sleep(0)  # yield once to the event loop, like a real network call
+        return reply
+
+    return answer
+
+
+async def hand_written() -> float:
+    reply = json.dumps(PICK3)
+    table = {"refund": refund, "escalate": escalate}
+
+    async def model() -> str:
+        await asyncio.sleep(0)
+        return reply
+
+    t0 = time.perf_counter()
+    for _ in range(CALLS):
+        data = json.loads(await model())
+        await table[data["call"]](**data["args"])
+    return (time.perf_counter() - t0) / CALLS * 1e6
+
+
+async def engine_make(
+    options_factory: Callable[[], dict[str, object]], pick: dict[str, object]
+) -> float:
+    runtime = Runtime(model=ScriptedModel(fake_model(pick)))
+    t0 = time.perf_counter()
+    for _ in range(CALLS):
+        runtime.trace.nodes.clear()  # keep memory flat: the trace is per run in real use
+        await decision.make("Pick the next step.", options_factory(), runtime=runtime)
+    return (time.perf_counter() - t0) / CALLS * 1e6
+
+
+def median_of(fn: Callable[[], Awaitable[float]]) -> float:
+    return statistics.median(asyncio.run(fn()) for _ in range(ROUNDS))
+
+
+def main() -> None:
+    floor = median_of(hand_written)
+    three = median_of(lambda: engine_make(lambda: dict(THREE), PICK3))
+    twenty = median_of(lambda: engine_make(twenty_options, PICK20))
+    print(f"decision round trip (median of {ROUNDS} x {CALLS} calls, µs per call)")
+    print(f"  {'hand-written transition (floor)':<40} {floor:8.1f}")
+    print(f"  {'decision.make, 3 options':<40} {three:8.1f}   {three / floor:5.1f}x floor")
+    print(
+        f"  {'decision.make, 20 nested-schema options':<40} {twenty:8.1f}   {twenty / floor:5.1f}x floor"
+    )
+    try:
+        from _extraction import run_extraction_bench
+    except ImportError:
+        return
+    print("\nextraction on adversarial replies (median ms; ms per MB)")
+    for name, size, ms in run_extraction_bench():
+        print(f"  {name:<44} {size / 1e3:8.0f} KB {ms:8.2f} ms {ms / (size / 1e6):8.1f} ms/MB")
+
+
+if __name__ == "__main__":
+    main()

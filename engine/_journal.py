@@ -1,0 +1,274 @@
+"""Journaling hooks: record every reply, pick and step result, and replay them on resume.
+
+Every record sits under its node's deterministic key with a fingerprint of what was asked.
+On replay a journaled model call returns its recorded reply, a journaled decision its
+recorded pick, a journaled step its recorded result, and live work starts at the first key
+with no record. A fingerprint that no longer matches raises :class:`NonDeterminismError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from engine._decision._extract import RawPick
+from engine._decision._validate import Failure, Pick, validate
+from engine._errors import DecisionError, NonDeterminismError
+from engine._hooks import Hooks
+from engine._jsonable import digest, from_json, to_json
+from engine.models import Model, Request, Response
+from engine.store import JournalRecord, Store
+
+if TYPE_CHECKING:
+    from engine._decision._menu import Menu
+    from engine._trace import Node
+
+__all__ = ["JournalHooks", "ProbeDone", "ResumeOrder", "request_fingerprint"]
+
+_WRITE_BOUND_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeOrder:
+    """How a resume treats the decision that stopped the run."""
+
+    where: str | None = None
+    pick: Mapping[str, Any] | None = None
+    model: Model | None = None
+    max_retries: int | None = None
+
+
+class ProbeDone(Exception):
+    """Raised by a probe replay when it reached the failing decision (or could go no further)."""
+
+    def __init__(self, reached: bool) -> None:
+        self.reached = reached
+        super().__init__("probe finished")
+
+
+@dataclass(slots=True)
+class _Counts:
+    model_calls: int = 0
+    transitions: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(slots=True)
+class JournalHooks(Hooks):
+    """Hooks of one run: replay what the journal holds, record what is done live."""
+
+    run_id: str
+    store: Store
+    journal: list[JournalRecord]
+    owner: str | None = None
+    order: ResumeOrder = field(default_factory=ResumeOrder)
+    probe: bool = False
+    counts: _Counts = field(default_factory=_Counts)
+    _records: dict[tuple[str, str], JournalRecord] = field(default_factory=dict)
+    _failures: dict[str, int] = field(default_factory=dict)
+    _caught: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        last_failure: dict[str, int] = {}
+        for index, record in enumerate(self.journal):
+            self._records[(record.kind, record.key)] = record
+            if record.kind == "decision_failed":
+                self._failures[record.key] = self._failures.get(record.key, 0) + 1
+                last_failure[record.key] = index
+        # A failure the flow caught and moved past (records follow it) is part of the run's
+        # history and replays as a failure; one that stopped the run is asked afresh.
+        self._caught = {k for k, i in last_failure.items() if i < len(self.journal) - 1}
+
+    # -- model calls ---------------------------------------------------------------------------
+
+    async def model_call(
+        self,
+        node: Node,
+        model: Model,
+        request: Request,
+        call: Callable[[Model, Request], Awaitable[Response]],
+    ) -> Response:
+        """Replay the journaled reply under this key, or call the model and journal the reply."""
+        fingerprint = request_fingerprint(request)
+        record = self._records.get(("model", node.key))
+        if record is not None:
+            _check(record, fingerprint, node.key, "the model request")
+            node.data["replayed"] = True
+            return Response.model_validate(record.data)
+        if self.probe:
+            raise ProbeDone(reached=False)
+        response = await call(self.order.model or model, request)
+        # Journal the raw reply before anyone parses it: a crash after this line never pays
+        # for the call again.
+        await self._write(
+            JournalRecord(
+                key=node.key,
+                kind="model",
+                fingerprint=fingerprint,
+                actor=response.model,
+                data=response.model_dump(mode="json"),
+            )
+        )
+        self.counts.model_calls += 1
+        self.counts.input_tokens += response.usage.input_tokens
+        self.counts.output_tokens += response.usage.output_tokens
+        return response
+
+    # -- decisions -----------------------------------------------------------------------------
+
+    async def decision(
+        self,
+        node: Node,
+        menu: Menu,
+        request: Request,
+        decide: Callable[[Request], Awaitable[Pick]],
+    ) -> Pick:
+        """Replay the journaled pick, replay a journaled failure, or decide live and journal it."""
+        key = node.key
+        fingerprint = digest(request_fingerprint(request), menu.text)
+        record = self._records.get(("pick", key))
+        if record is not None:
+            return self._replay_pick(record, fingerprint, menu, node)
+        generation = self._failures.get(key, 0)
+        if key == self.order.where:
+            if self.order.pick is not None:
+                return await self._human_pick(node, menu, fingerprint)
+            if self.order.max_retries is not None:
+                setattr(decide, "max_retries", self.order.max_retries)  # noqa: B010
+        elif key in self._caught:
+            raise self._replayed_failure(key, fingerprint, menu)
+        if self.probe:
+            raise ProbeDone(reached=key == self.order.where)
+        if generation:
+            node.key = f"{key}@{generation}"  # a fresh ask: its calls get keys of their own
+        try:
+            pick = await decide(request)
+        except DecisionError as exc:
+            if getattr(exc, "where", None) is None:
+                exc.where = key  # type: ignore[attr-defined]
+                await self._write(_failure_record(key, fingerprint, menu, exc))
+            raise
+        finally:
+            node.key = key
+        attempts = int(node.data.get("attempts", 1))
+        await self._write_pick(key, fingerprint, menu, pick, "model" if attempts == 1 else "repick")
+        return pick
+
+    def _replay_pick(self, record: JournalRecord, fingerprint: str, menu: Menu, node: Node) -> Pick:
+        if record.fingerprint != fingerprint:
+            then = record.data.get("options")
+            detail = (
+                f"the menu changed: it offered {then} when journaled and offers {menu.names} now"
+                if then != menu.names
+                else "the prompt or the options' parameters changed since it was journaled"
+            )
+            raise NonDeterminismError(record.key, detail)
+        data = record.data
+        try:
+            pick = validate(RawPick(data["call"], data.get("args"), True, {}), menu)
+        except Failure as failure:
+            raise NonDeterminismError(
+                record.key, f"the journaled pick no longer validates: {failure.message}"
+            ) from None
+        node.data["replayed"] = True
+        node.data["attempts"] = data.get("attempts", 1)
+        return pick
+
+    async def _human_pick(self, node: Node, menu: Menu, fingerprint: str) -> Pick:
+        pick_data = self.order.pick or {}
+        raw = RawPick(pick_data.get("call"), pick_data.get("args"), "args" in pick_data, {})
+        try:
+            pick = validate(raw, menu)
+        except Failure as failure:
+            error = DecisionError(
+                failure.kind, failure.message, replies=[], attempts=0, options=menu.names
+            )
+            error.where = node.key  # type: ignore[attr-defined]
+            error.human_pick = True  # type: ignore[attr-defined]
+            raise error from None
+        if self.probe:
+            raise ProbeDone(reached=True)
+        node.data["attempts"] = 0
+        await self._write_pick(node.key, fingerprint, menu, pick, "human")
+        return pick
+
+    def _replayed_failure(self, key: str, fingerprint: str, menu: Menu) -> DecisionError:
+        record = self._records[("decision_failed", key)]
+        _check(record, fingerprint, key, "the decision")
+        data = record.data
+        error = DecisionError(
+            data["kind"],
+            data["detail"],
+            replies=data.get("replies", []),
+            attempts=data.get("attempts", 1),
+            options=menu.names,
+        )
+        error.where = key  # type: ignore[attr-defined]
+        return error
+
+    async def _write_pick(
+        self, key: str, fingerprint: str, menu: Menu, pick: Pick, actor: str
+    ) -> None:
+        args = to_json(pick.args, what=f"the arguments of the pick at {key!r}")
+        data = {"call": pick.option.name, "args": args, "options": menu.names}
+        await self._write(
+            JournalRecord(key=key, kind="pick", fingerprint=fingerprint, actor=actor, data=data)
+        )
+        self.counts.transitions += 1
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    async def step(
+        self, node: Node, fn: object, run: Callable[[], Awaitable[Any]], returns: object
+    ) -> Any:
+        """Return the journaled result of this step, or run it and journal its result."""
+        fingerprint = digest(node.name)
+        record = self._records.get(("step", node.key))
+        if record is not None:
+            _check(record, fingerprint, node.key, f"the step {node.name!r}")
+            node.data["replayed"] = True
+            return from_json(record.data, returns, what=f"step {node.key!r}")
+        if self.probe:
+            raise ProbeDone(reached=False)
+        result = await run()
+        data = to_json(result, what=f"the result of step {node.name!r} at {node.key!r}")
+        await self._write(
+            JournalRecord(key=node.key, kind="step", fingerprint=fingerprint, data=data)
+        )
+        self.counts.transitions += 1
+        return result
+
+    async def _write(self, record: JournalRecord) -> None:
+        # The record must land even when the run is being cancelled: shield it, but bound it.
+        with anyio.CancelScope(shield=True), anyio.fail_after(_WRITE_BOUND_S):
+            await self.store.append(self.run_id, [record], owner=self.owner)
+        self._records[(record.kind, record.key)] = record
+
+
+def request_fingerprint(request: Request) -> str:
+    """Fingerprint what a request asks: its messages, tools and offered choices."""
+    return digest(
+        [(m.role, m.text) for m in request.messages],
+        [t.name for t in request.tools or ()],
+        [c.name for c in request.choices or ()],
+    )
+
+
+def _check(record: JournalRecord, fingerprint: str, key: str, what: str) -> None:
+    if record.fingerprint != fingerprint:
+        raise NonDeterminismError(key, f"{what} differs from the one journaled under this key")
+
+
+def _failure_record(key: str, fingerprint: str, menu: Menu, exc: DecisionError) -> JournalRecord:
+    data = {
+        "kind": exc.kind,
+        "detail": exc.detail,
+        "replies": exc.replies,
+        "attempts": exc.attempts,
+        "options": menu.names,
+    }
+    return JournalRecord(key=key, kind="decision_failed", fingerprint=fingerprint, data=data)

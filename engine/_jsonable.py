@@ -1,0 +1,59 @@
+"""Values to JSON and back, through pydantic, for the journal and run records."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from functools import lru_cache
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from engine._errors import JournalError
+
+__all__ = ["digest", "from_json", "to_json"]
+
+
+def to_json(value: object, *, what: str) -> Any:
+    """Return the JSON form of ``value``.
+
+    Raises:
+        JournalError: The value cannot be written as JSON; ``what`` names it in the message.
+    """
+    try:
+        data = to_jsonable_python(value)
+        json.dumps(data)
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        raise JournalError(
+            f"{what} is a {type(value).__name__}, which cannot be journaled as JSON; return "
+            "JSON data, a pydantic model or a dataclass instead"
+        ) from exc
+    return data
+
+
+def from_json(data: Any, annotation: object, *, what: str) -> Any:
+    """Validate journaled JSON back into ``annotation`` (returned as is when unannotated)."""
+    if annotation is inspect.Signature.empty or annotation is None or annotation is Any:
+        return data
+    try:
+        return _adapter(annotation).validate_python(data)
+    except TypeError:  # unhashable annotation: build an adapter for this call only
+        return TypeAdapter(annotation).validate_python(data)
+    except ValidationError as exc:
+        raise JournalError(
+            f"{what}: the journaled value no longer matches its annotation {annotation!r}: "
+            f"{exc.errors()[0]['msg']}"
+        ) from exc
+
+
+@lru_cache(maxsize=512)
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
+
+
+def digest(*parts: object) -> str:
+    """Return a short, stable fingerprint of JSON-able parts."""
+    raw = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]

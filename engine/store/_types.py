@@ -1,0 +1,164 @@
+"""What a store keeps: runs, their journals and traces, and the :class:`Store` protocol."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "FINISHED",
+    "PRUNABLE",
+    "JournalKind",
+    "JournalRecord",
+    "Run",
+    "RunErrorInfo",
+    "RunStatus",
+    "Store",
+    "TokenUsage",
+]
+
+RunStatus = Literal["queued", "running", "completed", "suspended", "failed", "cancelled"]
+JournalKind = Literal["model", "pick", "step", "decision_failed"]
+
+#: Statuses a run does not leave without a resume.
+FINISHED: frozenset[str] = frozenset({"completed", "suspended", "failed", "cancelled"})
+#: Statuses ``prune`` deletes by default: done, or stopped for good unless resumed by hand.
+PRUNABLE: tuple[RunStatus, ...] = ("completed", "failed", "cancelled")
+
+
+class TokenUsage(BaseModel):
+    """Tokens a run has spent, all model calls together."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input and output tokens together."""
+        return self.input_tokens + self.output_tokens
+
+
+class RunErrorInfo(BaseModel):
+    """Why a run stopped.
+
+    ``kind`` is the ``DecisionError`` kind for a suspended run, the exception's class name for
+    a failed one; ``where`` is the failing node's key.
+    """
+
+    kind: str
+    message: str
+    where: str | None = None
+    options: list[str] | None = None
+    replies: list[str] | None = None
+    traceback: str | None = None
+
+
+class Run(BaseModel):
+    """One run of a flow, as stored."""
+
+    run_id: str
+    flow: str
+    status: RunStatus = "queued"
+    input: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+    error: RunErrorInfo | None = None
+    transitions: int = 0
+    model_calls: int = 0
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    resumes: int = 0
+    owner: str | None = None
+    lease_expires_at: float | None = None
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    started_at: float | None = None
+    finished_at: float | None = None
+    version: int = 0
+
+
+class JournalRecord(BaseModel):
+    """One journaled transition: a model reply, a pick, a step result or a failed decision.
+
+    ``key`` is the node's deterministic key; ``fingerprint`` hashes what was asked, so replay
+    can tell when the flow now asks something else under the same key.
+    """
+
+    key: str
+    kind: JournalKind
+    fingerprint: str = ""
+    actor: str | None = None
+    data: Any = None
+    created_at: float = Field(default_factory=time.time)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where runs, journals and traces live. Every implementation passes one contract suite."""
+
+    async def create_run(self, run: Run) -> tuple[Run, bool]:
+        """Insert ``run`` unless its id exists; return the stored run and whether it was new."""
+        ...
+
+    async def get_run(self, run_id: str) -> Run | None:
+        """Return the run, or ``None`` for an unknown id."""
+        ...
+
+    async def list_runs(
+        self, *, status: RunStatus | None = None, flow: str | None = None, limit: int | None = None
+    ) -> list[Run]:
+        """Return runs, oldest first, optionally filtered by status and flow."""
+        ...
+
+    async def update_run(self, run: Run, *, expected_version: int) -> Run | None:
+        """Replace the run if its stored version is ``expected_version`` (compare-and-set).
+
+        Returns:
+            The stored run (its version one higher), or ``None`` when another writer won.
+        """
+        ...
+
+    async def append(
+        self, run_id: str, records: Sequence[JournalRecord], *, owner: str | None = None
+    ) -> None:
+        """Append journal records in order; with ``owner``, only while that owner holds the run.
+
+        Raises:
+            RunConflictError: ``owner`` no longer holds the run (another worker took it over).
+        """
+        ...
+
+    async def load_journal(self, run_id: str) -> list[JournalRecord]:
+        """Return the run's journal in append order."""
+        ...
+
+    async def save_trace(self, run_id: str, trace: dict[str, Any]) -> None:
+        """Store the run's trace (replacing an earlier one)."""
+        ...
+
+    async def load_trace(self, run_id: str) -> dict[str, Any] | None:
+        """Return the run's stored trace, or ``None``."""
+        ...
+
+    async def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete runs with their journals and traces; return how many existed."""
+        ...
+
+    async def prune(
+        self,
+        *,
+        older_than_s: float | None = None,
+        keep_last: int | None = None,
+        statuses: Sequence[RunStatus] = PRUNABLE,
+    ) -> int:
+        """Delete runs in ``statuses`` (with their journals and traces) and return how many.
+
+        A run is deleted when it finished more than ``older_than_s`` seconds ago, or when it
+        is not among the newest ``keep_last`` such runs; both rules apply when both are given.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release connections and files."""
+        ...

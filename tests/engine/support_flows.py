@@ -1,0 +1,68 @@
+"""Flows the engine tests run; module-level so a new engine (or process) can import them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import engine
+from engine import Runtime, agentic_function, decision
+
+#: Side effects of steps, by name: a test reads these to prove a step ran once.
+EFFECTS: list[str] = []
+#: Set to make ``fragile_step`` fail (a bug a later "fix" removes).
+BROKEN = {"value": False}
+
+
+async def ship(item: str) -> str:
+    """Ship an item (a side effect)."""
+    EFFECTS.append(f"ship:{item}")
+    return f"shipped {item}"
+
+
+async def fragile_step(item: str) -> str:
+    """A step with a bug that a later fix removes."""
+    if BROKEN["value"]:
+        raise RuntimeError("bug in fragile_step")
+    EFFECTS.append(f"fragile:{item}")
+    return f"ok {item}"
+
+
+@agentic_function
+async def three_decisions(ticket: str, runtime: Runtime | None = None) -> dict[str, Any]:
+    """Classify, act (a side-effecting step), then close."""
+    kind = await decision.make(f"Classify: {ticket}", ["billing", "tech"])
+    action = await decision.make("Act.", {"ship": ship, "hold": "HOLD"})
+    close = await decision.make("Close?", ["close", "reopen"])
+    return {"kind": kind, "action": action, "close": close}
+
+
+@agentic_function
+async def fragile_flow(ticket: str, runtime: Runtime | None = None) -> str:
+    """A decision whose picked step may raise."""
+    result: str = await decision.make("Go?", {"go": fragile_step})
+    return result
+
+
+MENU = {"value": ["a", "b"]}
+
+
+@agentic_function
+async def menu_flow(ticket: str, runtime: Runtime | None = None) -> list[Any]:
+    """Two decisions; the first one's menu comes from MENU, so a test can change it."""
+    first = await decision.make("First?", list(MENU["value"]))
+    second = await decision.make("Second?", ["close", "reopen"])
+    return [first, second]
+
+
+async def check_item(item: str) -> str:
+    """Pick a verdict for one line item."""
+    verdict: str = await decision.make(f"Check {item}.", ["ok", "bad"])
+    return f"{item}:{verdict}"
+
+
+@agentic_function
+async def fan_out(items: list[str], runtime: Runtime | None = None) -> list[str]:
+    """Check several line items concurrently, then close."""
+    results = await engine.map(check_item, items)
+    await decision.make("Close?", ["close"])
+    return results

@@ -1,0 +1,235 @@
+"""Durable runs: run, suspend, resume (fresh, other model, human pick), fail and fix, replay."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+import support_flows as sf
+
+from engine import DecisionError, Engine, NonDeterminismError
+from engine.models import Request, ScriptedModel
+from engine.store import MemoryStore, SQLiteStore, Store
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """Each test runs on every store."""
+    s: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "runs.db")
+    yield s
+    await s.close()
+
+
+@pytest.fixture(autouse=True)
+def _reset_flows() -> None:
+    sf.EFFECTS.clear()
+    sf.BROKEN["value"] = False
+    sf.MENU["value"] = ["a", "b"]
+
+
+def pick(call: str, **args: object) -> str:
+    return json.dumps({"call": call, "args": args} if args else {"call": call})
+
+
+async def test_run_completes_and_get_returns_the_same_run(store: Store) -> None:
+    model = ScriptedModel([pick("billing"), pick("ship", item="box"), pick("close")])
+    eng = Engine(model=model, store=store)
+    run = await eng.run(sf.three_decisions, "t1", run_id="r1")
+    assert run.status == "completed"
+    assert run.result == {"kind": "billing", "action": "shipped box", "close": "close"}
+    assert await eng.get("r1") == run
+    assert run.model_calls == 3
+    assert run.transitions == 4  # three picks and one step
+    assert run.error is None
+
+
+async def test_run_suspends_on_third_decision_and_resumes_with_a_human_pick(store: Store) -> None:
+    first = ScriptedModel([pick("billing"), pick("ship", item="box"), "no idea", "still none"])
+    run = await Engine(model=first, store=store).run(sf.three_decisions, "t1", run_id="r1")
+    assert run.status == "suspended"
+    assert run.error is not None
+    assert run.error.kind == "no_action"
+    assert run.error.where is not None
+    assert run.error.where.endswith("decision:2")
+    assert run.error.options == ["close", "reopen"]
+    assert run.error.replies == ["no idea", "still none"]
+
+    second = ScriptedModel([])
+    resumed = await Engine(model=second, store=store).resume("r1", pick={"call": "reopen"})
+    assert resumed.status == "completed"
+    assert resumed.result == {"kind": "billing", "action": "shipped box", "close": "reopen"}
+    assert second.calls == 0
+    assert sf.EFFECTS == ["ship:box"]
+
+
+async def test_resume_asks_afresh_on_another_model(store: Store) -> None:
+    first = ScriptedModel([pick("billing"), pick("ship", item="box"), "?", "??"])
+    await Engine(model=first, store=store).run(sf.three_decisions, "t1", run_id="r1")
+    other = ScriptedModel([pick("close")])
+    resumed = await Engine(model=ScriptedModel([]), store=store).resume("r1", model=other)
+    assert resumed.status == "completed"
+    assert other.calls == 1
+    # Asked afresh: the original request alone, not the failed conversation.
+    assert [m.role for m in other.requests[0].messages] == ["user"]
+    assert other.requests[0].messages[0].text.startswith("Close?")
+    assert sf.EFFECTS == ["ship:box"]
+    assert resumed.model_calls == 5
+
+
+async def test_resume_max_retries_gives_a_new_budget(store: Store) -> None:
+    first = ScriptedModel([pick("billing"), pick("ship", item="box"), "?", "??"])
+    await Engine(model=first, store=store).run(sf.three_decisions, "t1", run_id="r1")
+    again = ScriptedModel(["nope", "nope", pick("close")])
+    resumed = await Engine(model=again, store=store).resume("r1", max_retries=2)
+    assert resumed.status == "completed"
+    assert again.calls == 3
+
+
+async def test_invalid_human_pick_raises_and_leaves_the_run_as_it_was(store: Store) -> None:
+    first = ScriptedModel([pick("billing"), pick("ship", item="box"), "?", "??"])
+    eng = Engine(model=first, store=store)
+    await eng.run(sf.three_decisions, "t1", run_id="r1")
+    before = await eng.get("r1")
+    journal_before = await store.load_journal("r1")
+    with pytest.raises(DecisionError, match="unknown_call") as info:
+        await eng.resume("r1", pick={"call": "explode"})
+    assert info.value.kind == "unknown_call"
+    assert await eng.get("r1") == before
+    assert await store.load_journal("r1") == journal_before
+
+
+async def test_failed_step_resumes_after_the_fix(store: Store) -> None:
+    sf.BROKEN["value"] = True
+    eng = Engine(model=ScriptedModel([pick("go", item="x")]), store=store)
+    run = await eng.run(sf.fragile_flow, "t", run_id="f1")
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error.kind == "RuntimeError"
+    assert "bug in fragile_step" in (run.error.traceback or "")
+    sf.BROKEN["value"] = False
+    model = ScriptedModel([])
+    resumed = await Engine(model=model, store=store).resume("f1")
+    assert resumed.status == "completed"
+    assert resumed.result == "ok x"
+    assert model.calls == 0  # the pick was journaled; only the step ran again
+
+
+async def test_same_run_id_runs_once(store: Store) -> None:
+    model = ScriptedModel([pick("billing"), pick("hold"), pick("close")])
+    eng = Engine(model=model, store=store)
+    first = await eng.run(sf.three_decisions, "t1", run_id="same")
+    second = await eng.run(sf.three_decisions, "t1", run_id="same")
+    assert first == second
+    assert model.calls == 3
+
+
+async def test_changed_menu_on_resume_fails_the_run_with_non_determinism(store: Store) -> None:
+    model = ScriptedModel([pick("a"), "?", "??"])
+    run = await Engine(model=model, store=store).run(sf.menu_flow, "t", run_id="m1")
+    assert run.status == "suspended"
+    sf.MENU["value"] = ["a", "b", "c"]  # the journaled first decision now offers another menu
+    eng = Engine(model=ScriptedModel([pick("close")]), store=store)
+    failed = await eng.resume("m1")
+    assert failed.status == "failed"
+    assert failed.error is not None
+    assert failed.error.kind == "NonDeterminismError"
+    assert "run/menu_flow:0/decision:0" in failed.error.message
+    assert "['a', 'b']" in failed.error.message
+    assert "['a', 'b', 'c']" in failed.error.message
+    sf.MENU["value"] = ["a", "b"]  # the fix: the code asks what it asked before
+    fixed = await eng.resume("m1")
+    assert fixed.status == "completed"
+    assert fixed.result == ["a", "close"]
+
+
+def test_non_determinism_error_is_an_engine_error() -> None:
+    err = NonDeterminismError("k/decision:0", "the menu changed")
+    assert "k/decision:0" in str(err)
+    assert "the menu changed" in str(err)
+
+
+async def test_map_branches_replay_when_they_finish_in_another_order(store: Store) -> None:
+    delays = {"a": 0.03, "b": 0.0, "c": 0.015}
+
+    async def first_run(request: Request) -> str:
+        text = request.messages[0].text
+        for item, delay in delays.items():
+            if f"Check {item}." in text:
+                await anyio.sleep(delay)
+                return pick("ok" if item != "b" else "bad")
+        return "?"  # the closing decision fails: the run suspends
+
+    run = await Engine(model=ScriptedModel(first_run), store=store).run(
+        sf.fan_out, ["a", "b", "c"], run_id="fan"
+    )
+    assert run.status == "suspended"
+    delays.update({"a": 0.0, "b": 0.03, "c": 0.01})  # replay finishes in another order
+    resumed = await Engine(model=ScriptedModel([pick("close")]), store=store).resume("fan")
+    assert resumed.status == "completed"
+    assert resumed.result == ["a:ok", "b:bad", "c:ok"]
+
+
+async def test_resume_of_unknown_run_raises_key_error(store: Store) -> None:
+    with pytest.raises(KeyError, match="nope"):
+        await Engine(model=ScriptedModel([]), store=store).resume("nope")
+
+
+async def test_get_of_unknown_run_is_none(store: Store) -> None:
+    assert await Engine(model=ScriptedModel([]), store=store).get("nope") is None
+
+
+async def test_resume_of_completed_run_returns_it_unchanged(store: Store) -> None:
+    eng = Engine(model=ScriptedModel([pick("billing"), pick("hold"), pick("close")]), store=store)
+    run = await eng.run(sf.three_decisions, "t", run_id="c1")
+    assert await eng.resume("c1") == run
+
+
+async def test_resume_of_a_local_flow_needs_flow_argument(store: Store) -> None:
+    from engine import agentic_function, decision
+
+    @agentic_function
+    async def local(ticket: str, runtime: object = None) -> str:
+        result: str = await decision.make("Pick.", ["x"])
+        return result
+
+    eng = Engine(model=ScriptedModel(["?", "??"]), store=store)
+    run = await eng.run(local, "t", run_id="l1")
+    assert run.status == "suspended"
+    from engine._flows import FLOWS
+
+    FLOWS._flows.pop(run.flow)  # a new process has not run it
+    with pytest.raises(LookupError, match="pass flow="):
+        await eng.resume("l1", pick={"call": "x"})
+    resumed = await eng.resume("l1", pick={"call": "x"}, flow=local)
+    assert resumed.result == "x"
+
+
+async def test_list_runs_by_status(store: Store) -> None:
+    eng = Engine(model=ScriptedModel([pick("a"), pick("close"), pick("a"), "?", "??"]), store=store)
+    await eng.run(sf.menu_flow, "t", run_id="ok")
+    await eng.run(sf.menu_flow, "t", run_id="stuck")
+    assert [r.run_id for r in await eng.list_runs(status="suspended")] == ["stuck"]
+    assert {r.run_id for r in await eng.list_runs()} == {"ok", "stuck"}
+
+
+async def test_run_many_returns_runs_in_input_order_with_stopped_ones(store: Store) -> None:
+    in_flight = peak = 0
+
+    async def reply(request: Request) -> str:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await anyio.sleep(0.001)
+        in_flight -= 1
+        return pick("close") if "Second?" in request.messages[0].text else pick("a")
+
+    eng = Engine(model=ScriptedModel(reply), store=store)
+    runs = await eng.run_many(
+        sf.menu_flow, [f"t{i}" for i in range(6)], concurrency=2, run_id=lambda t: f"id-{t}"
+    )
+    assert [r.run_id for r in runs] == [f"id-t{i}" for i in range(6)]
+    assert all(r.status == "completed" for r in runs)
+    assert peak <= 2
