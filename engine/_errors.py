@@ -52,6 +52,20 @@ REPLY_HEAD = 200
 class EngineError(Exception):
     """Root of every error the engine raises on purpose."""
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickle the attributes, not a call to __init__ with the formatted message (the
+        # default), so errors keep their context across processes.
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+def _rebuild(
+    cls: type[EngineError], args: tuple[object, ...], state: dict[str, object]
+) -> EngineError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class OptionsTypeError(EngineError, TypeError):
     """An option container, item, handler or schema has the wrong shape."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -274,3 +275,18 @@ async def test_repick_truncated_reply_never_uses_an_earlier_mentioned_pick() -> 
         await decision.make("Pick one.", OPTIONS, runtime=Runtime(model), max_retries=0)
 
     assert info.value.kind == "truncated"
+
+
+async def test_decision_error_survives_pickling() -> None:
+    err = await fail(["prose", '{"call": "merge"}'])
+
+    copy = pickle.loads(pickle.dumps(err))
+
+    assert (type(copy), str(copy), copy.kind, copy.replies, copy.attempts, copy.reply) == (
+        DecisionError,
+        str(err),
+        "unknown_call",
+        err.replies,
+        2,
+        err.reply,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -137,3 +138,16 @@ async def test_time_without_timeout_waits_for_the_model() -> None:
 
     with anyio.fail_after(5):
         assert await decision.make("Pick.", OPTIONS, runtime=Runtime(model)) == "APPROVED"
+
+
+def test_time_deadline_exceeded_survives_pickling() -> None:
+    err = DeadlineExceeded(0.5, where="decision")
+
+    copy = pickle.loads(pickle.dumps(err))
+
+    assert (type(copy), str(copy), copy.timeout_s, copy.where) == (
+        DeadlineExceeded,
+        str(err),
+        0.5,
+        "decision",
+    )
