@@ -1,11 +1,10 @@
-"""The schema language and parameter types, compiled to :class:`Spec` trees, and validation.
+"""The schema language and parameter types, compiled to :class:`Spec` trees.
 
 A spec says what one JSON value must look like. Schema-language values (``str``, ``"a
 description"``, ``[spec]``, meta-specs, nested objects) and Python annotations (``int |
 None``, ``list[str]``, ``Literal[...]``, pydantic models) both compile to the same tree, so
-the menu, the JSON Schema and validation read one structure. Basic kinds are checked here
-with the spec's rules (``bool`` is not a number, an ``int`` is a valid ``float``, no string
-to number coercion); every other type is validated by pydantic in strict JSON mode.
+the menu, the JSON Schema and validation (:mod:`engine._decision._check`) read one
+structure. Every malformed spec is an :class:`~engine.OptionsTypeError` (a ``TypeError``).
 """
 
 from __future__ import annotations
@@ -13,13 +12,13 @@ from __future__ import annotations
 import json
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic.errors import PydanticSchemaGenerationError
+from pydantic.errors import PydanticUserError
 
+from engine._decision._check import FieldError, adapter, check
 from engine._errors import OptionsTypeError
 
 __all__ = ["META_KEYS", "FieldError", "Spec", "check", "from_annotation", "from_schema"]
@@ -54,10 +53,12 @@ class Spec:
             return _PLACEHOLDER[self.kind]
         if self.kind == "list":
             return [self.items.placeholder()] if self.items is not None else []
-        if self.kind == "object" or self.fields:
+        if self.kind == "object":
             return {name: spec.placeholder() for name, spec in self.fields}
         if self.kind == "dict":
             return {}
+        if self.kind == "model":
+            return _model_placeholder(self.annotation, self.label)
         return f"<{self.label}>"
 
     def json_schema(self) -> dict[str, Any]:
@@ -84,7 +85,7 @@ class Spec:
         if self.kind == "object":
             return object_schema(self.fields)
         if self.kind == "model":
-            return _adapter(self.annotation).json_schema()
+            return adapter(self.annotation).json_schema()
         return {}
 
 
@@ -156,21 +157,21 @@ def _from_meta(meta: dict[str, Any], where: str) -> Spec:
         items = from_spec(meta["items"], where=f"{where}[]")
         base = Spec("list", f"list[{items.label}]", items=items)
     elif "type" in meta:
+        if isinstance(meta["type"], str):
+            # A string here is almost always a JSON Schema habit ("integer"), which would
+            # otherwise silently become a str field described by that word.
+            raise OptionsTypeError(
+                f"{where}: type must be a Python type or a spec, got the string "
+                f"{meta['type']!r}; write int, not 'int'"
+            )
         base = from_spec(meta["type"], where=where)
     elif enum is not None:
         base = _inferred(enum)
     else:
         base = Spec("str", "str")
-    return Spec(
-        base.kind,
-        base.label,
-        description or base.description,
-        enum if enum else base.enum,
-        base.items,
-        base.fields,
-        base.nullable,
-        base.annotation,
-    )
+    if enum is not None:
+        base = with_enum(base, enum, where)
+    return replace(base, description=description or base.description)
 
 
 def _enum_of(meta: dict[str, Any], where: str) -> tuple[object, ...] | None:
@@ -182,12 +183,34 @@ def _enum_of(meta: dict[str, Any], where: str) -> tuple[object, ...] | None:
     return tuple(options)
 
 
+def with_enum(spec: Spec, options: object, where: str) -> Spec:
+    """Return ``spec`` restricted to ``options``.
+
+    Raises:
+        OptionsTypeError: ``options`` is not a non-empty list, or one of its values is not a
+            valid value of ``spec`` (an option the model could never pick validly).
+    """
+    enum = _enum_of({"options": options}, where)
+    assert enum is not None
+    plain = replace(spec, enum=None)
+    for value in enum:
+        try:
+            check(plain, value, "value")
+        except FieldError as exc:
+            raise OptionsTypeError(
+                f"{where}: option value {_show(value)} is not a valid {spec.label} ({exc}); "
+                "make the options match the type"
+            ) from None
+    return replace(spec, enum=enum)
+
+
 def _inferred(enum: tuple[object, ...]) -> Spec:
     """Infer a spec's type from its enum values when they share one type."""
-    kinds = {type(v) for v in enum}
-    if len(kinds) == 1 and (kind := _BASIC.get(kinds.pop())) is not None:
+    kinds = list(dict.fromkeys(type(v) for v in enum))
+    if len(kinds) == 1 and (kind := _BASIC.get(kinds[0])) is not None:
         return Spec(kind, kind)
-    return Spec("any", "any")
+    # Mixed values: the enum alone decides; the label still tells the reader what may come.
+    return Spec("any", " | ".join(_label(k) for k in kinds))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,26 +227,31 @@ def _is_annotation(value: object) -> bool:
 
 
 def from_annotation(annotation: object, *, where: str = "parameter") -> Spec:
-    """Compile a Python annotation into a spec."""
+    """Compile a Python annotation into a spec.
+
+    Raises:
+        OptionsTypeError: pydantic cannot validate values of this type.
+    """
     try:
-        hash(annotation)
-    except TypeError:
-        build = _build_spec  # unhashable metadata (Annotated[..., {...}]): compile uncached
-    else:
-        build = _from_annotation
-    try:
-        return build(annotation)
-    except (PydanticSchemaGenerationError, TypeError) as exc:
+        return _compile(annotation)
+    except (PydanticUserError, TypeError, ValueError, NameError) as exc:
         if isinstance(exc, OptionsTypeError):
             raise
         raise OptionsTypeError(
-            f"{where}: cannot validate values of type {annotation!r}; use a JSON type, a "
-            "typing form or a pydantic model"
+            f"{where}: cannot validate values of type {_label(annotation)} "
+            f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); use a JSON "
+            "type, a typing form or a pydantic model"
         ) from exc
 
 
+def _compile(annotation: Any) -> Spec:
+    if _hashable(annotation):
+        return _cached_spec(annotation)
+    return _build_spec(annotation)  # unhashable metadata (Annotated[..., {...}])
+
+
 def _build_spec(annotation: Any) -> Spec:
-    if annotation in _BASIC:
+    if isinstance(annotation, type) and annotation in _BASIC:
         kind = _BASIC[annotation]
         return Spec(kind, kind)
     if annotation is list:
@@ -236,167 +264,115 @@ def _build_spec(annotation: Any) -> Spec:
     args = typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType) and type(None) in args:
         rest = tuple(a for a in args if a is not type(None))
-        inner = _from_annotation(rest[0] if len(rest) == 1 else typing.Union[rest])  # noqa: UP007
-        return Spec(
-            inner.kind,
-            f"{inner.label} | None",
-            inner.description,
-            inner.enum,
-            inner.items,
-            inner.fields,
-            True,
-            inner.annotation,
-        )
+        inner = _compile(rest[0] if len(rest) == 1 else typing.Union[rest])  # noqa: UP007
+        return replace(inner, label=f"{inner.label} | None", nullable=True)
     if origin is Literal:
-        base = _inferred(args)
-        return Spec(base.kind, base.label, enum=args)
+        return replace(_inferred(args), enum=args)
     if origin is list and len(args) == 1:
-        items = _from_annotation(args[0])
+        items = _compile(args[0])
         return Spec("list", f"list[{items.label}]", items=items)
-    # Build the adapter now, so an unusable type fails at registration, not at the first pick.
-    TypeAdapter(annotation) if _unhashable(annotation) else _adapter(annotation)
-    fields: tuple[tuple[str, Spec], ...] = ()
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        fields = tuple(
-            (name, from_annotation(f.annotation, where=name))
-            for name, f in annotation.model_fields.items()
-        )
-    return Spec("model", _label(annotation), fields=fields, annotation=annotation)
+    # Everything else is validated by pydantic. Build the adapter now, so an unusable type
+    # fails when the option is defined, not at the first pick.
+    adapter(annotation)
+    return Spec("model", _label(annotation), annotation=annotation)
 
 
-_from_annotation = lru_cache(maxsize=1024)(_build_spec)
+_cached_spec = lru_cache(maxsize=1024)(_build_spec)
 
 
 def _label(annotation: object) -> str:
+    """Write a type as a reader would: ``int | None``, ``dict[str, int]``, ``Item``."""
+    if annotation is None or annotation is type(None):
+        return "None"
+    if annotation is Any:
+        return "any"
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _label(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_label(a) for a in args)
+    if origin is Literal:
+        return _inferred(args).label
+    if origin is not None and args:
+        name = getattr(origin, "__name__", None) or _label(origin)
+        return f"{name}[{', '.join('...' if a is Ellipsis else _label(a) for a in args)}]"
     if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).replace("typing.", "")
 
 
-def _unhashable(annotation: object) -> bool:
+def _hashable(annotation: object) -> bool:
     try:
         hash(annotation)
     except TypeError:
-        return True
-    return False
-
-
-@lru_cache(maxsize=1024)
-def _adapter(annotation: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(annotation)
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
-# Validation
+# Placeholders of pydantic-validated types, read from their JSON Schema
 
-
-class FieldError(Exception):
-    """One value failed its spec; ``kind`` is the decision failure kind."""
-
-    def __init__(self, kind: str, path: str, message: str) -> None:
-        self.kind = kind
-        self.path = path
-        super().__init__(message)
-
-
-def check(spec: Spec, value: object, path: str) -> object:
-    """Validate ``value`` against ``spec`` and return it (converted where pydantic converts).
-
-    Raises:
-        FieldError: ``type_mismatch``, ``enum_violation`` or ``missing_required``, with the
-            offending path (``steps[0].action``).
-    """
-    if value is None:
-        if spec.nullable or spec.kind == "any":
-            return None
-        raise FieldError("type_mismatch", path, f"{path}: expected {spec.label}, got null")
-    kind = spec.kind
-    if kind == "model":
-        value = _check_model(spec, value, path)
-    elif kind == "object":
-        value = _check_object(spec, value, path)
-    elif kind == "list":
-        value = _check_list(spec, value, path)
-    elif not _TYPE_OK[kind](value):
-        raise FieldError(
-            "type_mismatch", path, f"{path}: expected {spec.label}, got {_json_type(value)}"
-        )
-    elif kind == "float":
-        value = float(value)  # type: ignore[arg-type]
-    if spec.enum is not None and not _in_enum(value, spec.enum):
-        allowed = ", ".join(json.dumps(v) for v in spec.enum)
-        raise FieldError("enum_violation", path, f"{path}: {_dump(value)} is not one of {allowed}")
-    return value
-
-
-def _check_list(spec: Spec, value: object, path: str) -> object:
-    if not isinstance(value, list):
-        raise FieldError(
-            "type_mismatch", path, f"{path}: expected {spec.label}, got {_json_type(value)}"
-        )
-    if spec.items is None:
-        return value
-    return [check(spec.items, item, f"{path}[{i}]") for i, item in enumerate(value)]
-
-
-def _check_object(spec: Spec, value: object, path: str) -> object:
-    if not isinstance(value, dict):
-        raise FieldError(
-            "type_mismatch", path, f"{path}: expected an object, got {_json_type(value)}"
-        )
-    missing = [name for name, _ in spec.fields if name not in value]
-    if missing:
-        names = ", ".join(f"{path}.{m}" for m in missing)
-        raise FieldError("missing_required", path, f"missing required field(s): {names}")
-    return {name: check(sub, value[name], f"{path}.{name}") for name, sub in spec.fields}
-
-
-def _check_model(spec: Spec, value: object, path: str) -> object:
-    try:
-        return _adapter(spec.annotation).validate_json(json.dumps(value), strict=True)
-    except (TypeError, ValueError) as exc:
-        if not isinstance(exc, ValidationError):
-            raise FieldError("type_mismatch", path, f"{path}: not JSON data") from exc
-        first = exc.errors()[0]
-        where = path + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
-        kind = {
-            "missing": "missing_required",
-            "literal_error": "enum_violation",
-            "enum": "enum_violation",
-        }.get(first["type"], "type_mismatch")
-        raise FieldError(kind, where, f"{where}: {first['msg'].lower()}") from None
-
-
-def _is_int(v: object) -> bool:
-    return type(v) is int
-
-
-_TYPE_OK: dict[str, typing.Callable[[object], bool]] = {
-    "str": lambda v: isinstance(v, str),
-    "int": _is_int,
-    "float": lambda v: type(v) is float or type(v) is int,
-    "bool": lambda v: type(v) is bool,
-    "dict": lambda v: isinstance(v, dict),
-    "any": lambda v: True,
+_JSON_PLACEHOLDER: dict[object, object] = {
+    "integer": 0,
+    "number": 0.0,
+    "boolean": False,
+    "null": None,
+    "object": {},
+    "array": [],
 }
 
 
-def _in_enum(value: object, enum: tuple[object, ...]) -> bool:
-    is_bool = isinstance(value, bool)
-    return any(value == e and isinstance(e, bool) == is_bool for e in enum)
-
-
-def _json_type(value: object) -> str:
-    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "object"}.get(
-        type(value), type(value).__name__
-    )
-
-
-def _dump(value: object) -> str:
+def _model_placeholder(annotation: object, label: str) -> object:
     try:
-        return json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
+        text = _placeholder_json(annotation) if _hashable(annotation) else None
+        return json.loads(text) if text is not None else _from_json_schema(annotation)
+    except (PydanticUserError, TypeError, ValueError):
+        return f"<{label}>"  # a type without a JSON Schema still gets a readable hint
+
+
+@lru_cache(maxsize=1024)
+def _placeholder_json(annotation: object) -> str:
+    # Cached as text: callers get a fresh object each time and may change it freely.
+    return json.dumps(_from_json_schema(annotation))
+
+
+def _from_json_schema(annotation: object) -> object:
+    schema = adapter(annotation).json_schema()
+    return _json_placeholder(schema, schema.get("$defs", {}), frozenset())
+
+
+def _json_placeholder(schema: dict[str, Any], defs: dict[str, Any], seen: frozenset[str]) -> object:
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        if name in seen or name not in defs:
+            return {}  # a recursive model shows one level, then an empty object
+        return _json_placeholder(defs[name], defs, seen | {name})
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        branches = [b for b in schema.get(key, ()) if b.get("type") != "null"]
+        if branches:
+            return _json_placeholder(branches[0], defs, seen)
+    return _typed_placeholder(schema, defs, seen)
+
+
+def _typed_placeholder(
+    schema: dict[str, Any], defs: dict[str, Any], seen: frozenset[str]
+) -> object:
+    kind = schema.get("type")
+    if kind == "string":
+        return f"<{schema.get('format', 'str')}>"
+    if kind == "object" and schema.get("properties"):
+        return {k: _json_placeholder(v, defs, seen) for k, v in schema["properties"].items()}
+    if kind == "array" and schema.get("prefixItems"):
+        return [_json_placeholder(item, defs, seen) for item in schema["prefixItems"]]
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        return [_json_placeholder(schema["items"], defs, seen)]
+    return _JSON_PLACEHOLDER.get(kind, "<any>")
 
 
 def _show(value: object) -> str:

@@ -1,0 +1,162 @@
+"""Validation of one JSON value against a compiled :class:`~engine._decision._spec.Spec`.
+
+Basic kinds are checked here with the spec's rules (``bool`` is not a number, an ``int`` is
+a valid ``float``, no string to number coercion); every other type is validated by pydantic
+in strict JSON mode, so the same rules hold inside models.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter, ValidationError
+
+if TYPE_CHECKING:
+    from engine._decision._spec import Spec
+
+__all__ = ["FieldError", "adapter", "check"]
+
+
+class FieldError(Exception):
+    """One value failed its spec; ``kind`` is the decision failure kind."""
+
+    def __init__(self, kind: str, path: str, message: str) -> None:
+        self.kind = kind
+        self.path = path
+        super().__init__(message)
+
+
+def adapter(annotation: Any) -> TypeAdapter[Any]:
+    """Return the pydantic adapter of an annotation, cached when the annotation is hashable."""
+    try:
+        hash(annotation)
+    except TypeError:
+        return TypeAdapter(annotation)  # Annotated[..., {...}] and the like: build uncached
+    return _cached_adapter(annotation)
+
+
+@lru_cache(maxsize=1024)
+def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
+
+
+def check(spec: Spec, value: object, path: str) -> object:
+    """Validate ``value`` against ``spec`` and return it (converted where pydantic converts).
+
+    Raises:
+        FieldError: ``type_mismatch``, ``enum_violation`` or ``missing_required``, with the
+            offending path (``steps[0].action``).
+    """
+    if value is None:
+        _check_null(spec, path)
+        return None
+    kind = spec.kind
+    if kind == "model":
+        value = _check_model(spec, value, path)
+    elif kind == "object":
+        value = _check_object(spec, value, path)
+    elif kind == "list":
+        value = _check_list(spec, value, path)
+    elif not _TYPE_OK[kind](value):
+        raise _mismatch(spec, value, path)
+    elif kind == "float":
+        value = float(value)  # type: ignore[arg-type]
+    if spec.enum is not None and not _in_enum(value, spec.enum):
+        raise _not_in_enum(spec.enum, value, path)
+    return value
+
+
+def _check_null(spec: Spec, path: str) -> None:
+    if spec.nullable:
+        return
+    # An enum says exactly which values are allowed, null included or not.
+    if spec.enum is not None:
+        if any(e is None for e in spec.enum):
+            return
+        raise _not_in_enum(spec.enum, None, path)
+    if spec.kind == "any":
+        return
+    raise FieldError("type_mismatch", path, f"{path}: expected {spec.label}, got null")
+
+
+def _check_list(spec: Spec, value: object, path: str) -> object:
+    if not isinstance(value, list):
+        raise _mismatch(spec, value, path)
+    if spec.items is None:
+        return value
+    return [check(spec.items, item, f"{path}[{i}]") for i, item in enumerate(value)]
+
+
+def _check_object(spec: Spec, value: object, path: str) -> object:
+    if not isinstance(value, dict):
+        raise FieldError(
+            "type_mismatch", path, f"{path}: expected an object, got {_json_type(value)}"
+        )
+    missing = [name for name, _ in spec.fields if name not in value]
+    if missing:
+        names = ", ".join(f"{path}.{m}" for m in missing)
+        raise FieldError("missing_required", path, f"missing required field(s): {names}")
+    return {name: check(sub, value[name], f"{path}.{name}") for name, sub in spec.fields}
+
+
+def _check_model(spec: Spec, value: object, path: str) -> object:
+    try:
+        return adapter(spec.annotation).validate_json(json.dumps(value), strict=True)
+    except (TypeError, ValueError) as exc:
+        if not isinstance(exc, ValidationError):
+            raise FieldError("type_mismatch", path, f"{path}: not JSON data") from exc
+        first = exc.errors()[0]
+        where = path + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+        kind = {
+            "missing": "missing_required",
+            "literal_error": "enum_violation",
+            "enum": "enum_violation",
+        }.get(first["type"], "type_mismatch")
+        raise FieldError(kind, where, f"{where}: {first['msg'].lower()}") from None
+
+
+def _mismatch(spec: Spec, value: object, path: str) -> FieldError:
+    return FieldError(
+        "type_mismatch", path, f"{path}: expected {spec.label}, got {_json_type(value)}"
+    )
+
+
+def _not_in_enum(enum: tuple[object, ...], value: object, path: str) -> FieldError:
+    allowed = ", ".join(_dump(v) for v in enum)
+    return FieldError("enum_violation", path, f"{path}: {_dump(value)} is not one of {allowed}")
+
+
+def _is_int(v: object) -> bool:
+    return type(v) is int
+
+
+_TYPE_OK: dict[str, Callable[[object], bool]] = {
+    "str": lambda v: isinstance(v, str),
+    "int": _is_int,
+    "float": lambda v: type(v) is float or type(v) is int,
+    "bool": lambda v: type(v) is bool,
+    "dict": lambda v: isinstance(v, dict),
+    "any": lambda v: True,
+}
+
+
+def _in_enum(value: object, enum: tuple[object, ...]) -> bool:
+    # True == 1 in Python; in JSON they are different values.
+    is_bool = isinstance(value, bool)
+    return any(value == e and isinstance(e, bool) == is_bool for e in enum)
+
+
+def _json_type(value: object) -> str:
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "object"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _dump(value: object) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
