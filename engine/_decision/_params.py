@@ -7,15 +7,17 @@ runtime, hidden ones come from the call's context, and only the rest is shown to
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine._context import RUNTIME_PARAMS
-from engine._decision._spec import Spec, from_annotation, from_spec
+from engine._decision._spec import Spec, from_annotation, from_spec, with_enum
 from engine._errors import OptionsTypeError
 
 __all__ = ["AGENTIC_ATTR", "FunctionSpec", "Param", "describe", "function_spec"]
@@ -25,6 +27,7 @@ AGENTIC_ATTR = "__agentic__"
 
 Source = Literal["llm", "hidden", "runtime"]
 _EMPTY: Any = inspect.Parameter.empty
+_OPAQUE = Spec("any", "any")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,21 +62,39 @@ class FunctionSpec:
 
 
 def describe(obj: object) -> str | None:
-    """Return the docstring up to its first blank line, on one line, or ``None``."""
+    """Return the docstring up to its first blank line, on one line, or ``None``.
+
+    Only the object's own docstring counts: a class does not borrow its base's (a pydantic
+    model would otherwise be described by ``BaseModel``'s), and a callable instance without
+    a class docstring is described by its ``__call__``.
+    """
     target = obj.func if isinstance(obj, functools.partial) else obj
-    doc = inspect.getdoc(target) if callable(target) else None
+    doc = _own_doc(target)
     if not doc:
         return None
-    head = doc.strip().split("\n\n", 1)[0]
+    head = inspect.cleandoc(doc).split("\n\n", 1)[0]
     return " ".join(line.strip() for line in head.splitlines()) or None
+
+
+def _own_doc(target: object) -> str | None:
+    if isinstance(target, type):
+        doc = target.__dict__.get("__doc__")
+        # A dataclass without a docstring gets its signature as one; that is no description.
+        if dataclasses.is_dataclass(target) and doc and doc.startswith(f"{target.__name__}("):
+            return None
+        return doc if isinstance(doc, str) else None
+    if inspect.isroutine(target) or not callable(target):
+        return getattr(target, "__doc__", None)
+    cls = type(target)
+    return cls.__dict__.get("__doc__") or getattr(cls.__call__, "__doc__", None)
 
 
 def function_spec(fn: Callable[..., Any], *, where: str) -> FunctionSpec:
     """Read the parameter specs of a callable option.
 
     Raises:
-        OptionsTypeError: A parameter is positional-only, or its annotation cannot be
-            resolved or validated.
+        OptionsTypeError: A parameter is positional-only, or the annotation of a parameter
+            the model fills cannot be resolved or validated.
     """
     meta: Mapping[str, Any] = getattr(fn, AGENTIC_ATTR, None) or {}
     inputs: Mapping[str, Mapping[str, Any]] = meta.get("input") or {}
@@ -81,7 +102,7 @@ def function_spec(fn: Callable[..., Any], *, where: str) -> FunctionSpec:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise OptionsTypeError(f"{where}: cannot read the signature of {fn!r}") from exc
-    hints = _hints(fn, where)
+    hints = _hints(fn, signature)
     params: list[Param] = []
     var_keyword = False
     for p in signature.parameters.values():
@@ -99,18 +120,29 @@ def function_spec(fn: Callable[..., Any], *, where: str) -> FunctionSpec:
 
 
 def _param(p: inspect.Parameter, annotation: object, extra: Mapping[str, Any], where: str) -> Param:
+    where = f"{where}: parameter {p.name!r}"
     if p.name in RUNTIME_PARAMS:
         source: Source = "runtime"
     elif extra.get("hidden"):
         source = "hidden"
     else:
         source = "llm"
-    if annotation is _EMPTY or annotation is None:
-        spec = Spec("str", "str")
+    if source != "llm":
+        # The model never fills these, so their types (a Runtime, a database handle) need
+        # no JSON form and are not compiled.
+        spec = _OPAQUE
+    elif isinstance(annotation, _Unresolved):
+        raise OptionsTypeError(
+            f"{where}: cannot resolve its annotation {annotation.text!r} ({annotation.error}); "
+            "import the names it uses at module level"
+        )
+    elif annotation is _EMPTY:
+        # Unannotated means str, unless an enum says what its values are.
+        spec = from_spec({"options": extra["options"]} if "options" in extra else {}, where=where)
     else:
-        spec = from_annotation(annotation, where=f"{where}: parameter {p.name!r}")
+        spec = from_annotation(annotation, where=where)
     if extra:
-        spec = _with_meta(spec, extra, f"{where}: parameter {p.name!r}")
+        spec = _with_meta(spec, extra, where)
     return Param(p.name, spec, source, p.default is _EMPTY, p.default)
 
 
@@ -121,35 +153,67 @@ def _with_meta(spec: Spec, extra: Mapping[str, Any], where: str) -> Spec:
             f"{where}: unknown input keys {sorted(unknown)}; use description, options, hidden"
         )
     if "options" in extra:
-        meta = {"options": extra["options"]}
-        enum = from_spec(meta, where=where).enum
-    else:
-        enum = spec.enum
-    return Spec(
-        spec.kind,
-        spec.label,
-        extra.get("description", spec.description),
-        enum,
-        spec.items,
-        spec.fields,
-        spec.nullable,
-        spec.annotation,
-    )
+        spec = with_enum(spec, extra["options"], where)
+    if "description" in extra:
+        spec = dataclasses.replace(spec, description=extra["description"])
+    return spec
 
 
-def _hints(fn: Callable[..., Any], where: str) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Unresolved:
+    """An annotation that could not be resolved; fatal only for a parameter the model fills."""
+
+    text: str
+    error: str
+
+
+def _hints(fn: Callable[..., Any], signature: inspect.Signature) -> dict[str, Any]:
+    """Resolve the annotations of the signature's parameters.
+
+    ``typing.get_type_hints`` reads postponed (string) annotations. For a class the hints of
+    its ``__init__`` come first; parameters it does not annotate (a pydantic model's
+    ``**data``) keep the already-evaluated annotations of the signature.
+    """
+    target = _annotated(fn)
+    hints = _resolve(target)
+    for p in signature.parameters.values():
+        if p.name not in hints and p.annotation is not _EMPTY and not isinstance(p.annotation, str):
+            hints[p.name] = p.annotation
+    return hints
+
+
+def _annotated(fn: Callable[..., Any]) -> Any:
+    """Return the function whose ``__annotations__`` describe ``fn``'s parameters."""
     target: Any = inspect.unwrap(fn.func if isinstance(fn, functools.partial) else fn)
     if isinstance(target, type):
-        target = target.__init__  # type: ignore[misc]
-    elif not inspect.isroutine(target) and callable(target):
-        target = type(target).__call__
+        for name in ("__init__", "__new__"):
+            method = getattr(target, name, None)
+            if inspect.isfunction(method):
+                return method
+        return None
+    if not inspect.isroutine(target) and callable(target):
+        return type(target).__call__
+    return target
+
+
+def _resolve(target: Any) -> dict[str, Any]:
+    if target is None:
+        return {}
     try:
         return typing.get_type_hints(target, include_extras=True)
-    except Exception as exc:
-        raise OptionsTypeError(
-            f"{where}: cannot resolve the annotations of {fn!r} ({exc}); import the names "
-            "they use at module level"
-        ) from exc
+    except Exception:  # any error of a user's annotation; retried one by one below
+        pass
+    # One bad annotation (often a type imported only under TYPE_CHECKING, on a runtime or
+    # hidden parameter) must not sink the others: resolve each one on its own.
+    hints: dict[str, Any] = {}
+    namespace = getattr(target, "__globals__", {})
+    for name, annotation in getattr(target, "__annotations__", {}).items():
+        probe = types.SimpleNamespace(__annotations__={name: annotation}, __globals__=namespace)
+        try:
+            hints.update(typing.get_type_hints(probe, include_extras=True))
+        except Exception as exc:  # a user annotation may raise anything on evaluation
+            hints[name] = _Unresolved(str(annotation), f"{type(exc).__name__}: {exc}")
+    return hints
 
 
 def _is_async(fn: object) -> bool:
