@@ -1,0 +1,298 @@
+"""DECISION-SPEC §5: the menu text, line by line."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+from engine import Runtime, agentic_function, decision
+from engine.models import ScriptedModel
+
+
+class Customer(BaseModel):
+    name: str
+    vip: bool = False
+
+
+@agentic_function(
+    input={
+        "reason": {"description": "why the customer gets money back"},
+        "channel": {"options": ["email", "phone"]},
+        "account": {"hidden": True},
+    }
+)
+async def refund(
+    amount: float,
+    reason: str,
+    items: list[str],
+    channel: str = "email",
+    note: str | None = None,
+    customer: Customer | None = None,
+    urgent: bool = False,
+    copies: int = 1,
+    extra: dict[str, int] | None = None,
+    account: str = "main",
+    runtime: Runtime | None = None,
+) -> str:
+    """Refund the customer.
+
+    The second paragraph is for readers of the code, not for the model.
+    """
+    return reason
+
+
+async def wait() -> str:
+    """Wait for the customer to answer."""
+    return "waiting"
+
+
+async def tier(level: Literal[1, 2, 3], label: Literal["gold", "silver"] = "gold") -> str:
+    """Set the tier."""
+    return label
+
+
+REFUND_BLOCK = [
+    "refund(amount: float, reason: str, items: list[str], channel: str = "
+    '"email", note: str | None = null, customer: Customer | None = null, urgent: bool = false, '
+    "copies: int = 1, extra: dict[str, int] | None = null)",
+    "    Refund the customer.",
+    "    amount",
+    "    reason: why the customer gets money back",
+    "    items",
+    '    channel (options: "email", "phone")',
+    "    note",
+    "    customer",
+    "    urgent",
+    "    copies",
+    "    extra",
+    '    Call: {"call": "refund", "args": {"amount": 0.0, "reason": "<str>", "items": ["<str>"], '
+    '"channel": "email", "note": "<str>", "customer": {"name": "<str>", "vip": false}, '
+    '"urgent": false, "copies": 0, "extra": {}}}',
+]
+
+
+def test_menu_function_option_block_line_by_line() -> None:
+    assert decision.render_options([refund]).splitlines() == REFUND_BLOCK
+
+
+def test_menu_representative_options_exact_text() -> None:
+    options = [
+        refund,
+        wait,
+        tier,
+        "done",
+        ("escalate", "Hand over to a human."),
+        (
+            "plan",
+            "Produce a plan.",
+            {
+                "steps": [{"action": {"options": ["call", "mail"]}, "target": str}],
+                "rationale": "why this plan",
+                "budget": {"type": int, "description": "in euros"},
+                "ratio": float,
+                "tags": list,
+                "meta": dict,
+                "approved": bool,
+            },
+        ),
+    ]
+    expected = [
+        *REFUND_BLOCK,
+        "",
+        "wait()",
+        "    Wait for the customer to answer.",
+        '    Call: {"call": "wait"}',
+        "",
+        'tier(level: int, label: str = "gold")',
+        "    Set the tier.",
+        "    level (options: 1, 2, 3)",
+        '    label (options: "gold", "silver")',
+        '    Call: {"call": "tier", "args": {"level": 1, "label": "gold"}}',
+        "",
+        "done()",
+        '    Call: {"call": "done"}',
+        "",
+        "escalate()",
+        "    Hand over to a human.",
+        '    Call: {"call": "escalate"}',
+        "",
+        "plan(steps: list[dict], rationale: str, budget: int, ratio: float, tags: list, "
+        "meta: dict, approved: bool)",
+        "    Produce a plan.",
+        "    steps",
+        "    rationale: why this plan",
+        "    budget: in euros",
+        "    ratio",
+        "    tags",
+        "    meta",
+        "    approved",
+        '    Call: {"call": "plan", "args": {"steps": [{"action": "call", "target": "<str>"}], '
+        '"rationale": "<str>", "budget": 0, "ratio": 0.0, "tags": [], "meta": {}, '
+        '"approved": false}}',
+    ]
+    assert decision.render_options(options) == "\n".join(expected) + "\n"
+
+
+def test_menu_dict_form_value_and_schema_options_exact_text() -> None:
+    options = {
+        "close": ("CLOSED", "Close the ticket."),
+        "snooze": {"until": "tomorrow"},
+        "reply": ("Write a reply.", {"body": "the text", "tone": {"options": ["warm", "dry"]}}),
+    }
+    assert decision.render_options(options) == (
+        "close()\n"
+        "    Close the ticket.\n"
+        '    Call: {"call": "close"}\n'
+        "\n"
+        "snooze()\n"
+        '    Call: {"call": "snooze"}\n'
+        "\n"
+        "reply(body: str, tone: str)\n"
+        "    Write a reply.\n"
+        "    body: the text\n"
+        '    tone (options: "warm", "dry")\n'
+        '    Call: {"call": "reply", "args": {"body": "<str>", "tone": "warm"}}\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("default", "shown"),
+    [
+        ("fast", '"fast"'),
+        (None, "null"),
+        (3, "3"),
+        (2.5, "2.5"),
+        (True, "true"),
+        ([], "[]"),
+        ({"k": [1]}, '{"k": [1]}'),
+        ((1, 2), "[1, 2]"),
+        ("naïve", '"naïve"'),
+    ],
+    ids=["str", "none", "int", "float", "bool", "list", "dict", "tuple", "non-ascii"],
+)
+def test_menu_signature_shows_defaults_in_json_form(default: object, shown: str) -> None:
+    async def act(value: object = default) -> None:
+        """Act."""
+
+    line = decision.render_options({"act": act}).splitlines()[0]
+    assert line == f"act(value: any = {shown})"
+
+
+@pytest.mark.parametrize(
+    ("values", "shown", "placeholder"),
+    [
+        (["a", "b"], '"a", "b"', '"a"'),
+        ([1, 2], "1, 2", "1"),
+        ([0.5, 2.0], "0.5, 2.0", "0.5"),
+        ([False, True], "false, true", "false"),
+        (["a", None], '"a", null', '"a"'),
+        (['say "hi"'], '"say \\"hi\\""', '"say \\"hi\\""'),
+    ],
+    ids=["str", "int", "float", "bool", "null", "quotes"],
+)
+def test_menu_enum_values_are_written_as_json(
+    values: list[object], shown: str, placeholder: str
+) -> None:
+    options = {"pick": ("Pick.", {"x": {"options": values}})}
+    lines = decision.render_options(options).splitlines()
+    assert lines[2] == f"    x (options: {shown})"
+    assert lines[3] == f'    Call: {{"call": "pick", "args": {{"x": {placeholder}}}}}'
+
+
+@pytest.mark.parametrize(
+    ("spec", "placeholder"),
+    [
+        (str, '"<str>"'),
+        (int, "0"),
+        (float, "0.0"),
+        (bool, "false"),
+        (list, "[]"),
+        (dict, "{}"),
+        ([int], "[0]"),
+        ([[str]], '[["<str>"]]'),
+        ({"a": int, "b": [str]}, '{"a": 0, "b": ["<str>"]}'),
+        ({"options": ["x", "y"]}, '"x"'),
+        (int | None, "0"),
+        (list[str] | None, '["<str>"]'),
+        (Customer, '{"name": "<str>", "vip": false}'),
+        (Customer | None, '{"name": "<str>", "vip": false}'),
+    ],
+    ids=[
+        "str",
+        "int",
+        "float",
+        "bool",
+        "list",
+        "dict",
+        "list-template",
+        "nested-list",
+        "nested-object",
+        "enum-first-value",
+        "optional",
+        "optional-list",
+        "model",
+        "optional-model",
+    ],
+)
+def test_menu_call_line_placeholders(spec: object, placeholder: str) -> None:
+    call_line = decision.render_options({"f": ("F.", {"x": spec})}).splitlines()[-1]
+    assert call_line == f'    Call: {{"call": "f", "args": {{"x": {placeholder}}}}}'
+    assert json.loads(call_line.removeprefix("    Call: "))  # the placeholder line is JSON
+
+
+@pytest.mark.parametrize(
+    ("spec", "label"),
+    [
+        (str, "str"),
+        (list[str], "list[str]"),
+        (int | None, "int | None"),
+        (Customer, "Customer"),
+        (list[Customer] | None, "list[Customer] | None"),
+        (dict[str, list[int]], "dict[str, list[int]]"),
+        (int | str, "int | str"),
+        ([str], "list[str]"),
+        ({"a": str}, "dict"),
+    ],
+    ids=[
+        "str",
+        "list",
+        "optional",
+        "model",
+        "optional-list-of-models",
+        "nested-generics",
+        "union",
+        "schema-list",
+        "schema-object",
+    ],
+)
+def test_menu_types_are_written_as_a_reader_would(spec: object, label: str) -> None:
+    line = decision.render_options({"f": ("F.", {"x": spec})}).splitlines()[0]
+    assert line == f"f(x: {label})"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["a"], ["a", "b", "c"], {"x": 1, "y": ("d", {"f": str})}, [refund, wait]],
+    ids=["one", "three", "dict", "functions"],
+)
+def test_menu_blocks_are_separated_by_one_blank_line_and_end_with_one_newline(
+    options: object,
+) -> None:
+    text = decision.render_options(options)
+    assert text.endswith("}\n")
+    assert not text.endswith("\n\n")
+    blocks = text.removesuffix("\n").split("\n\n")
+    assert len(blocks) == len(options)  # type: ignore[arg-type]
+    assert all(block.splitlines()[-1].startswith("    Call: ") for block in blocks)
+
+
+async def test_menu_is_what_the_model_reads_after_the_prompt() -> None:
+    model = ScriptedModel([json.dumps({"call": "wait"})])
+    options = [refund, wait, "done"]
+    assert await decision.make("Pick the next step.", options, runtime=Runtime(model)) == "waiting"
+    (request,) = model.requests
+    assert [m.role for m in request.messages] == ["user"]
+    assert request.messages[0].text == "Pick the next step.\n\n" + decision.render_options(options)
