@@ -1,0 +1,30 @@
+"""Stores for runs, journals and traces: one protocol, several backends."""
+
+from engine.store._memory import MemoryStore
+from engine.store._sqlite import Durability, SQLiteStore
+from engine.store._types import (
+    FINISHED,
+    PRUNABLE,
+    JournalKind,
+    JournalRecord,
+    Run,
+    RunErrorInfo,
+    RunStatus,
+    Store,
+    TokenUsage,
+)
+
+__all__ = [
+    "FINISHED",
+    "PRUNABLE",
+    "Durability",
+    "JournalKind",
+    "JournalRecord",
+    "MemoryStore",
+    "Run",
+    "RunErrorInfo",
+    "RunStatus",
+    "SQLiteStore",
+    "Store",
+    "TokenUsage",
+]

@@ -1,0 +1,351 @@
+"""A store in one SQLite file: the embedded default, durable across crashes and restarts.
+
+Writes use group commit. Each write (create, compare-and-set, append, trace, delete) joins
+a queue and waits; whichever waiter next holds the commit lock takes the whole queue and
+commits it in one thread hop and one transaction, so many concurrent runs share one commit
+(one fsync in ``"full"`` mode). Each write keeps its own outcome: it runs inside its own
+SAVEPOINT, so a lost compare-and-set or a fenced-off append fails alone.
+
+The SQL lives in plain synchronous functions that take a connection and run in a worker
+thread; only :class:`SQLiteStore` awaits.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from types import TracebackType
+from typing import Any, Literal, TypeVar, cast, get_args
+
+import anyio
+import anyio.to_thread
+
+from engine._errors import JournalError
+from engine.store import _sqlite_sql as sql
+from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
+
+__all__ = ["Durability", "SQLiteStore"]
+
+T = TypeVar("T")
+Durability = Literal["full", "normal", "off"]
+
+
+class SQLiteStore:
+    """Keep runs, journals and traces in one SQLite file (WAL mode), safe across processes.
+
+    The file is opened on first use (or by ``async with``), and its schema is created and
+    versioned by the store. Several store objects, in one process or many, may open the same
+    file; a process that crashed leaves a file the next one reopens as is.
+
+    When a transition is on disk depends on ``durability``; in every mode a write returns
+    only after the transaction holding it has committed, so a later read sees it:
+
+    - ``"full"`` (``synchronous=FULL``): the WAL is fsynced at every commit, so a write is on
+      disk when it returns and survives a process crash, an OS crash and power loss.
+    - ``"normal"`` (the default; WAL with ``synchronous=NORMAL``): a returned write has been
+      handed to the OS and survives a process crash; the WAL is fsynced only at checkpoints,
+      so the last transitions before an OS crash or power loss may be lost (the file stays
+      consistent).
+    - ``"off"`` (``synchronous=OFF``): nothing is ever fsynced. A returned write survives a
+      process crash, but an OS crash or power loss may lose recent transitions and can
+      corrupt the file. For scratch runs and benchmarks.
+
+    Args:
+        path: The database file (created when missing; its folder must exist).
+        durability: ``"full"``, ``"normal"`` or ``"off"``, as above.
+        busy_timeout_s: How long a write waits for another process's write lock before it
+            fails with :class:`~engine.JournalError`.
+
+    Raises:
+        ValueError: An unknown ``durability``, a negative ``busy_timeout_s``, or ``":memory:"``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durability: Durability = "normal",
+        busy_timeout_s: float = 30.0,
+    ) -> None:
+        valid = get_args(Durability)
+        if durability not in valid:
+            raise ValueError(
+                f"durability={durability!r} is not one of {', '.join(map(repr, valid))}"
+            )
+        if busy_timeout_s < 0:
+            raise ValueError(f"busy_timeout_s={busy_timeout_s!r} must be zero or more")
+        self.path = os.fspath(path)
+        if self.path == ":memory:" or self.path.startswith("file::memory:"):
+            raise ValueError("SQLiteStore needs a file path; use MemoryStore for runs in memory")
+        self.durability: Durability = durability
+        self.busy_timeout_s = busy_timeout_s
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._closed = False
+        self._queue: list[_Op] = []
+        self._commit_lock = anyio.Lock()
+        self._open_lock = anyio.Lock()
+        # One reader connection, used by one thread at a time.
+        self._read_limiter = anyio.CapacityLimiter(1)
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r}, durability={self.durability!r})"
+
+    async def __aenter__(self) -> SQLiteStore:
+        await self._ensure_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- the Store protocol --------------------------------------------------------------------
+
+    async def create_run(self, run: Run) -> tuple[Run, bool]:
+        """Insert ``run`` unless its id exists; return the stored run and whether it was new."""
+        existing = await self._write(partial(sql.insert_run, sql.run_row(run)))
+        if existing is None:
+            return run.model_copy(deep=True), True
+        return existing, False
+
+    async def get_run(self, run_id: str) -> Run | None:
+        """Return the run, or ``None`` for an unknown id."""
+        runs = await self._read(partial(sql.select_runs, "WHERE run_id = ?", [run_id], None))
+        return runs[0] if runs else None
+
+    async def list_runs(
+        self, *, status: RunStatus | None = None, flow: str | None = None, limit: int | None = None
+    ) -> list[Run]:
+        """Return runs, oldest first, optionally filtered by status and flow."""
+        terms = [
+            (column, value)
+            for column, value in (("status", status), ("flow", flow))
+            if value is not None
+        ]
+        where = " AND ".join(f"{column} = ?" for column, _ in terms)
+        args = [value for _, value in terms]
+        return await self._read(
+            partial(sql.select_runs, f"WHERE {where}" if where else "", args, limit)
+        )
+
+    async def update_run(self, run: Run, *, expected_version: int) -> Run | None:
+        """Replace the run if its stored version is ``expected_version`` (compare-and-set).
+
+        Returns:
+            The stored run (its version one higher), or ``None`` when another writer won.
+        """
+        new = run.model_copy(
+            deep=True, update={"version": expected_version + 1, "updated_at": time.time()}
+        )
+        won = await self._write(partial(sql.update_run, sql.run_row(new), expected_version))
+        return new if won else None
+
+    async def append(
+        self, run_id: str, records: Sequence[JournalRecord], *, owner: str | None = None
+    ) -> None:
+        """Append journal records in order; with ``owner``, only while that owner holds the run.
+
+        Raises:
+            KeyError: The run does not exist.
+            RunConflictError: ``owner`` no longer holds the run (another worker took it over).
+            JournalError: A record's ``data`` is not JSON, or the database write failed.
+        """
+        rows = [sql.journal_row(run_id, record) for record in records]
+        await self._write(partial(sql.insert_journal, run_id, owner, rows))
+
+    async def load_journal(self, run_id: str) -> list[JournalRecord]:
+        """Return the run's journal in append order (empty for an unknown run)."""
+        return await self._read(partial(sql.select_journal, run_id))
+
+    async def save_trace(self, run_id: str, trace: dict[str, Any]) -> None:
+        """Store the run's trace (replacing an earlier one)."""
+        body = sql.to_json(trace, f"the trace of run {run_id!r}")
+        await self._write(partial(sql.upsert_trace, run_id, body))
+
+    async def load_trace(self, run_id: str) -> dict[str, Any] | None:
+        """Return the run's stored trace, or ``None``."""
+        return await self._read(partial(sql.select_trace, run_id))
+
+    async def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete runs with their journals and traces; return how many existed."""
+        return await self._write(partial(sql.delete_runs, list(run_ids)))
+
+    async def prune(
+        self,
+        *,
+        older_than_s: float | None = None,
+        keep_last: int | None = None,
+        statuses: Sequence[RunStatus] = PRUNABLE,
+    ) -> int:
+        """Delete old finished runs, in one transaction; see :meth:`engine.store.Store.prune`."""
+        return await self._write(
+            partial(sql.prune, tuple(statuses), older_than_s=older_than_s, keep_last=keep_last)
+        )
+
+    async def close(self) -> None:
+        """Commit the writes already queued, then close the connections. Idempotent."""
+        self._closed = True
+        # Shielded: a close cut short would leak open connections. The wait inside is
+        # bounded by the batch in flight, itself bounded by busy_timeout_s.
+        # The open lock too: an open still in flight would otherwise land after the close.
+        with anyio.CancelScope(shield=True):
+            async with self._open_lock, self._commit_lock:
+                if self._queue:
+                    await self._flush()
+                connections = (self._writer, self._reader)
+                self._writer = self._reader = None
+                if connections != (None, None):
+                    await anyio.to_thread.run_sync(
+                        _close_all, connections, limiter=self._read_limiter
+                    )
+
+    # -- group commit --------------------------------------------------------------------------
+
+    async def _write(self, apply: Callable[[sqlite3.Connection], T]) -> T:
+        """Queue one write, see it committed (by this task or another), return its result."""
+        await self._ensure_open()
+        op = _Op(apply)
+        self._queue.append(op)
+        try:
+            async with self._commit_lock:
+                # An earlier holder may have committed this op in its batch already.
+                if not op.done:
+                    await self._flush()
+        except BaseException:
+            # Cancelled before any batch took it: drop it so that nobody commits it later.
+            if not op.done and op in self._queue:
+                self._queue.remove(op)
+            raise
+        if op.error is not None:
+            raise self._translate(op.error)
+        return cast(T, op.result)
+
+    async def _flush(self) -> None:
+        """Commit everything queued as one transaction. The caller holds the commit lock."""
+        batch, self._queue = self._queue, []
+        if self._writer is None:
+            for op in batch:
+                op.error, op.done = self._closed_error(), True
+            return
+        try:
+            await anyio.to_thread.run_sync(_commit, self._writer, batch)
+        except BaseException:
+            # Cancelled before the thread started (the thread itself cannot be cancelled):
+            # hand the untouched ops to the next lock holder, in their order.
+            self._queue[:0] = [op for op in batch if not op.done]
+            raise
+
+    def _translate(self, error: BaseException) -> BaseException:
+        # One database failure may be shared by a whole batch: wrap it afresh per caller.
+        if isinstance(error, sqlite3.Error):
+            wrapped = JournalError(f"SQLite store {self.path!r} failed: {error}")
+            wrapped.__cause__ = error
+            return wrapped
+        return error
+
+    # -- connections and reads -----------------------------------------------------------------
+
+    async def _ensure_open(self) -> None:
+        if self._writer is not None:
+            return
+        async with self._open_lock:
+            if self._closed:
+                raise self._closed_error()
+            if self._writer is None:
+                try:
+                    self._writer, self._reader = await anyio.to_thread.run_sync(self._open)
+                except sqlite3.Error as exc:
+                    raise self._translate(exc) from exc
+
+    def _open(self) -> tuple[sqlite3.Connection, sqlite3.Connection]:
+        """Open the writer (creating the schema) and the reader; runs in a worker thread."""
+        writer = self._connect()
+        try:
+            mode = writer.execute("PRAGMA journal_mode = WAL").fetchall()[0][0]
+            if mode != "wal":
+                raise JournalError(
+                    f"SQLite store {self.path!r} could not enter WAL mode (it is in {mode!r}); "
+                    "put the file on a local filesystem"
+                )
+            sql.create_schema(writer, self.path)
+            return writer, self._connect()
+        except BaseException:
+            writer.close()
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: transactions are ours (BEGIN IMMEDIATE ... COMMIT), and each
+        # read is its own snapshot, so it sees every commit made before it started.
+        # check_same_thread=False: worker threads vary; the commit lock and the read
+        # limiter make sure one thread at a time uses each connection.
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout_s,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute(f"PRAGMA synchronous = {self.durability.upper()}")
+        return conn
+
+    async def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        await self._ensure_open()
+        try:
+            return await anyio.to_thread.run_sync(self._run_read, query, limiter=self._read_limiter)
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from exc
+
+    def _run_read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        if self._reader is None:  # closed while this read waited for the connection
+            raise self._closed_error()
+        return query(self._reader)
+
+    def _closed_error(self) -> RuntimeError:
+        return RuntimeError(f"{self!r} is closed; open a new store to use the file again")
+
+
+@dataclass(slots=True, eq=False)
+class _Op:
+    """One queued write and, once its batch committed, its outcome."""
+
+    apply: Callable[[sqlite3.Connection], object]
+    result: object = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+def _commit(conn: sqlite3.Connection, batch: list[_Op]) -> None:
+    """Apply ``batch`` in one transaction, each op in its own savepoint; never raises."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for op in batch:
+            conn.execute("SAVEPOINT op")
+            try:
+                op.result = op.apply(conn)
+            except Exception as exc:
+                conn.execute("ROLLBACK TO op")
+                op.error = exc
+            conn.execute("RELEASE op")
+        conn.execute("COMMIT")
+    except Exception as exc:
+        sql.rollback(conn)
+        # Nothing of the batch is stored: every op that had not failed on its own fails now.
+        for op in batch:
+            if op.error is None:
+                op.error, op.result = exc, None
+    finally:
+        for op in batch:
+            op.done = True
+
+
+def _close_all(connections: tuple[sqlite3.Connection | None, ...]) -> None:
+    for conn in connections:
+        if conn is not None:
+            conn.close()
