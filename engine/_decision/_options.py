@@ -162,7 +162,7 @@ def _name_of(fn: object, index: int) -> str:
 
 def _function(name: str, fn: object, description: str | None) -> Option:
     try:
-        return _cached_function(name, fn, description or None)
+        return _cached_function(name, id(fn), fn, description or None)
     except TypeError as exc:
         if isinstance(exc, OptionsTypeError):
             raise
@@ -170,7 +170,10 @@ def _function(name: str, fn: object, description: str | None) -> Option:
 
 
 @functools.lru_cache(maxsize=2048)
-def _cached_function(name: str, fn: object, description: str | None) -> Option:
+def _cached_function(name: str, key: int, fn: object, description: str | None) -> Option:
+    # Keyed by identity too: two equal callables (frozen dataclass instances) are still two
+    # handlers, and the pick must hand back the very object that was offered. The cache holds
+    # ``fn``, so its id cannot be reused while the entry lives.
     return _build_function(name, fn, description)
 
 

@@ -14,12 +14,12 @@ __all__ = ["render_block"]
 def render_block(name: str, description: str | None, fields: Sequence[Param]) -> str:
     """Render the signature line, description, field lines and ``Call:`` line of one option."""
     lines = [f"{name}({_signature(fields)})"]
-    if description:
-        lines.append(f"    {description}")
+    if description and description.strip():
+        lines.append("    " + _indented(description, "    "))
     for p in fields:
         line = f"    {p.name}"
-        if p.spec.description:
-            line += f": {p.spec.description}"
+        if p.spec.description and p.spec.description.strip():
+            line += ": " + _indented(p.spec.description, "        ")
         if p.spec.enum is not None:
             line += " (options: " + ", ".join(_json(v) for v in p.spec.enum) + ")"
         lines.append(line)
@@ -40,8 +40,19 @@ def _signature(fields: Sequence[Param]) -> str:
     return ", ".join(parts)
 
 
+def _indented(text: str, indent: str) -> str:
+    """Keep a multi-line description inside its block.
+
+    Unindented continuation lines would read as new options, and a blank line as the gap
+    between two options.
+    """
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return f"\n{indent}".join(lines)
+
+
 def _json(value: object) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
+        # Not JSON (an object default, NaN): show its repr as a string, still valid JSON.
         return json.dumps(repr(value), ensure_ascii=False)

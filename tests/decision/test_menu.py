@@ -170,8 +170,22 @@ def test_menu_dict_form_value_and_schema_options_exact_text() -> None:
         ({"k": [1]}, '{"k": [1]}'),
         ((1, 2), "[1, 2]"),
         ("naïve", '"naïve"'),
+        (float("nan"), '"nan"'),
+        (object, "\"<class 'object'>\""),
     ],
-    ids=["str", "none", "int", "float", "bool", "list", "dict", "tuple", "non-ascii"],
+    ids=[
+        "str",
+        "none",
+        "int",
+        "float",
+        "bool",
+        "list",
+        "dict",
+        "tuple",
+        "non-ascii",
+        "nan-as-its-repr",
+        "non-json-as-its-repr",
+    ],
 )
 def test_menu_signature_shows_defaults_in_json_form(default: object, shown: str) -> None:
     async def act(value: object = default) -> None:
@@ -296,3 +310,26 @@ async def test_menu_is_what_the_model_reads_after_the_prompt() -> None:
     (request,) = model.requests
     assert [m.role for m in request.messages] == ["user"]
     assert request.messages[0].text == "Pick the next step.\n\n" + decision.render_options(options)
+
+
+def test_menu_multi_line_descriptions_stay_inside_their_block() -> None:
+    options = [
+        ("escalate", "Hand over to a human.\n\n  Only when the customer asks twice.\n"),
+        ("note", "Write a note.", {"text": {"description": "the note,\nin one paragraph"}}),
+    ]
+    assert decision.render_options(options) == (
+        "escalate()\n"
+        "    Hand over to a human.\n"
+        "    Only when the customer asks twice.\n"
+        '    Call: {"call": "escalate"}\n'
+        "\n"
+        "note(text: str)\n"
+        "    Write a note.\n"
+        "    text: the note,\n"
+        "        in one paragraph\n"
+        '    Call: {"call": "note", "args": {"text": "<str>"}}\n'
+    )
+
+
+def test_menu_whitespace_description_shows_no_description_line() -> None:
+    assert decision.render_options([("done", "   ")]) == 'done()\n    Call: {"call": "done"}\n'

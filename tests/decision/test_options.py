@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from typing import Any
@@ -269,6 +270,21 @@ async def test_options_dict_two_tuple_value_wrapped_in_a_list_is_returned() -> N
 def test_options_dict_key_that_is_not_a_name_is_type_error(key: object) -> None:
     with pytest.raises(TypeError, match="keys must be option names"):
         decision.render_options({key: "value"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Greeter:
+    greeting: str
+
+    def __call__(self, name: str) -> str:
+        return f"{self.greeting} {name}"
+
+
+async def test_options_equal_callables_stay_distinct_handlers() -> None:
+    first, second = Greeter("hi"), Greeter("hi")
+    assert first == second
+    assert decision.parse_args(pick("greet", name="a"), {"greet": first})[0] is first
+    assert decision.parse_args(pick("greet", name="a"), {"greet": second})[0] is second
 
 
 # List form ----------------------------------------------------------------------------------

@@ -399,6 +399,11 @@ async def test_params_hidden_parameter_with_default_runs_without_context() -> No
     )
 
 
+def test_params_hidden_parameter_without_default_needs_the_context() -> None:
+    with pytest.raises(TypeError, match="hidden parameter 'account' has no default"):
+        decision.parse_args(pick("charge", amount=5, account="attacker"), [charge])
+
+
 def test_params_runtime_parameter_with_an_unresolvable_annotation_is_fine() -> None:
     # postponed.ship annotates runtime with a name imported only for the type checker.
     assert "runtime" not in decision.render_options([postponed.ship])
