@@ -50,7 +50,8 @@ def check(spec: Spec, value: object, path: str) -> object:
         FieldError: ``type_mismatch``, ``enum_violation`` or ``missing_required``, with the
             offending path (``steps[0].action``).
     """
-    if value is None:
+    # pydantic knows whether its types take null (Annotated[int | None, ...]); ours say so.
+    if value is None and (spec.nullable or spec.kind != "model"):
         _check_null(spec, path)
         return None
     kind = spec.kind

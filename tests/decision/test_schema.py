@@ -226,6 +226,13 @@ def test_schema_annotated_type_is_labelled_by_its_type_and_validated(
     assert rejected({"x": spec}, x=bad).kind == "type_mismatch"
 
 
+def test_schema_annotated_optional_type_takes_null_as_pydantic_says() -> None:
+    spec = Annotated[int | None, Field(ge=0)]
+    assert render({"x": spec})[0] == "fill(x: int | None)"
+    assert fields_of({"x": spec}, x=None) == {"x": None}
+    assert rejected({"x": Annotated[int, Field(ge=0)]}, x=None).kind == "type_mismatch"
+
+
 # Strings, lists, meta-specs, nested objects -------------------------------------------------
 
 
