@@ -51,8 +51,27 @@ def render_option(option: Option) -> str:
 def choice_schema(option: Option) -> dict[str, Any]:
     """Return one option as a JSON Schema choice."""
     required = tuple(p.name for p in option.fields if p.required)
-    return {
-        "name": option.name,
-        "description": option.description or "",
-        "parameters": object_schema(tuple((p.name, p.spec) for p in option.fields), required),
-    }
+    parameters = object_schema(tuple((p.name, p.spec) for p in option.fields), required)
+    defs: dict[str, Any] = {}
+    _hoist_defs(parameters, defs)
+    if defs:
+        parameters["$defs"] = defs
+    return {"name": option.name, "description": option.description or "", "parameters": parameters}
+
+
+def _hoist_defs(node: object, defs: dict[str, Any]) -> None:
+    """Move every nested ``$defs`` (a pydantic model's) to the root.
+
+    pydantic writes ``"$ref": "#/$defs/Name"`` relative to the model's own schema; once that
+    schema sits inside the parameters, the reference only resolves from the root.
+    """
+    if isinstance(node, dict):
+        nested = node.pop("$defs", None)
+        if isinstance(nested, dict):
+            defs.update(nested)
+            _hoist_defs(nested, defs)
+        for value in node.values():
+            _hoist_defs(value, defs)
+    elif isinstance(node, list):
+        for value in node:
+            _hoist_defs(value, defs)

@@ -333,3 +333,41 @@ def test_menu_multi_line_descriptions_stay_inside_their_block() -> None:
 
 def test_menu_whitespace_description_shows_no_description_line() -> None:
     assert decision.render_options([("done", "   ")]) == 'done()\n    Call: {"call": "done"}\n'
+
+
+class Line(BaseModel):
+    sku: str
+    qty: int
+
+
+class Basket(BaseModel):
+    lines: list[Line]
+    gift: Line | None = None
+
+
+def references(node: object) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return found + [r for value in node.values() for r in references(value)]
+    if isinstance(node, list):
+        return [r for value in node for r in references(value)]
+    return []
+
+
+async def test_menu_choices_offered_to_the_model_are_self_contained_json_schema() -> None:
+    async def checkout(basket: Basket, backups: list[Basket] | None = None) -> None:
+        """Check out."""
+
+    model = ScriptedModel([json.dumps({"call": "done"})])
+    await decision.make("Pick.", [checkout, "done"], runtime=Runtime(model))
+    (request,) = model.requests
+    assert request.choices is not None
+    choice = next(c for c in request.choices if c.name == "checkout")
+    parameters = choice.parameters
+    assert parameters["required"] == ["basket"]
+    refs = references(parameters)
+    assert refs
+    for ref in refs:  # every reference resolves from the root of the parameters
+        assert ref.startswith("#/$defs/")
+        assert ref.removeprefix("#/$defs/") in parameters["$defs"]
+    assert '"$defs":' not in json.dumps(parameters["properties"])
