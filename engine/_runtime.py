@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -19,7 +19,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from engine._context import ambient_runtime, current_node, using_node
 from engine._decision._extract import find_pick
-from engine._decision._menu import Menu, build_menu
+from engine._decision._menu import Menu, build_menu, choice_schema
+from engine._decision._options import Option
 from engine._decision._prompts import DECISION_FINISH_INSTRUCTION, repick_text
 from engine._decision._validate import Failure, Pick, bind, validate
 from engine._errors import REPLY_HEAD, DeadlineExceeded, DecisionError
@@ -28,7 +29,7 @@ from engine._trace import Node, NodeKind, Trace, summarise
 from engine.models import ChoiceSpec, ImageBlock, Message, Model, Request, Response, TextBlock
 from engine.models._types import ContentBlock, ToolSpec
 
-__all__ = ["OnRetry", "Runtime", "call_option", "resolve"]
+__all__ = ["OnRetry", "Runtime", "build_request", "call_option", "choice_specs", "resolve"]
 
 OnRetry = Callable[[RetryEvent], object]
 Content = str | Sequence[ContentBlock]
@@ -88,11 +89,11 @@ class Runtime:
             raise NotImplementedError("native tools in exec are not available yet")
         blocks = _blocks(content)
         if choices is None:
-            request = self._request(blocks, response_format=response_format)
+            request = build_request(self.system, blocks, response_format=response_format)
             return await self._text_turn(request, model, timeout_s)
         menu = build_menu(choices)
         blocks.append(TextBlock(text=f"{DECISION_FINISH_INSTRUCTION}\n\n{menu.text}"))
-        request = self._request(blocks, response_format=response_format, menu=menu)
+        request = build_request(self.system, blocks, response_format=response_format, menu=menu)
         return await self.decide(
             request,
             menu,
@@ -135,28 +136,6 @@ class Runtime:
         if parent is not None:
             return parent.child(kind, name, **data)
         return self.trace.open(kind, name, parent=None, **data)
-
-    def _request(
-        self,
-        blocks: list[ContentBlock],
-        *,
-        response_format: dict[str, Any] | None = None,
-        menu: Menu | None = None,
-        tools: list[ToolSpec] | None = None,
-    ) -> Request:
-        messages = [Message.of("system", self.system)] if self.system else []
-        messages.append(Message.model_construct(role="user", content=blocks, tool_calls=[]))
-        choices = None
-        if menu is not None:
-            choices = [ChoiceSpec.model_construct(**c) for c in menu.choices()]
-        return Request.model_construct(
-            messages=messages,
-            tools=tools,
-            response_format=response_format,
-            model=None,
-            choices=choices,
-            max_tokens=None,
-        )
 
     async def _text_turn(
         self, request: Request, model: Model | None, timeout_s: float | None
@@ -242,9 +221,9 @@ class _Asker:
                         options=self.menu.names,
                     ) from None
                 await self._retry_event(attempt + 1, failure.kind, failure.message)
-                messages.append(Message.of("assistant", response.text))
+                messages.append(_message("assistant", response.text))
                 messages.append(
-                    Message.of("user", repick_text(failure.kind, failure.message, self.menu.text))
+                    _message("user", repick_text(failure.kind, failure.message, self.menu.text))
                 )
                 continue
             self.node.data["attempts"] = attempt + 1
@@ -317,16 +296,65 @@ async def call_option(fn: Callable[..., Any], kwargs: dict[str, Any], is_async: 
     return result
 
 
+def build_request(
+    system: str | None,
+    blocks: list[ContentBlock],
+    *,
+    response_format: dict[str, Any] | None = None,
+    menu: Menu | None = None,
+    tools: list[ToolSpec] | None = None,
+) -> Request:
+    """Build the request of one turn: the system prompt, then one user message of ``blocks``.
+
+    With a ``menu``, its options travel beside the text as the request's ``choices``.
+    """
+    # Validating constructors: in pydantic 2 they are faster than model_construct, and this
+    # is the hot path of every decision.
+    messages = [_message("system", system)] if system else []
+    messages.append(Message(role="user", content=blocks))
+    choices = choice_specs(menu) if menu is not None else None
+    return Request(messages=messages, tools=tools, response_format=response_format, choices=choices)
+
+
+def _message(role: Literal["system", "user", "assistant"], text: str) -> Message:
+    return Message(role=role, content=[TextBlock(text=text)])
+
+
+def choice_specs(menu: Menu) -> list[ChoiceSpec]:
+    """Return the menu as the ``choices`` of a request (read-only: specs may be shared)."""
+    return [_function_choice(o) if o.kind == "function" else _choice(o) for o in menu.options]
+
+
+def _choice(option: Option) -> ChoiceSpec:
+    # Not validated: validation would deep-copy the JSON Schema we just built.
+    return ChoiceSpec.model_construct(**choice_schema(option))
+
+
+# Function options are themselves cached by the option normaliser, so caching their specs
+# retains nothing new; value options are rebuilt per call and would only churn a cache.
+_function_choice = functools.lru_cache(maxsize=2048)(_choice)
+
+
 def _returns(fn: object) -> object:
+    try:
+        return _cached_returns(fn)
+    except TypeError:  # an unhashable callable
+        return _return_annotation(fn)
+
+
+def _return_annotation(fn: object) -> object:
     try:
         return inspect.signature(fn).return_annotation  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return inspect.Signature.empty
 
 
+_cached_returns = functools.lru_cache(maxsize=2048)(_return_annotation)
+
+
 def _blocks(content: Content) -> list[ContentBlock]:
     if isinstance(content, str):
-        return [TextBlock.model_construct(type="text", text=content)]
+        return [TextBlock(text=content)]
     if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
         return [_block(b) for b in content]
     raise TypeError(f"content must be a string or a list of content blocks, got {content!r}")
@@ -339,7 +367,7 @@ def _block(block: object) -> ContentBlock:
     if isinstance(block, TextBlock | ImageBlock):
         return block
     if isinstance(block, str):
-        return TextBlock.model_construct(type="text", text=block)
+        return TextBlock(text=block)
     try:
         # The dict form ({"type": "text", "text": ...}) is validated, never passed on raw.
         return _BLOCK.validate_python(block)

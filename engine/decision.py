@@ -27,11 +27,10 @@ from engine._decision._validate import validate as _validate
 from engine._errors import DecisionError
 from engine._runtime import OnRetry as _OnRetry
 from engine._runtime import Runtime as _Runtime
+from engine._runtime import build_request as _build_request
 from engine._runtime import call_option as _call_option
 from engine._runtime import resolve as _resolve
-from engine.models._types import ChoiceSpec as _ChoiceSpec
-from engine.models._types import Message as _Message
-from engine.models._types import Request as _Request
+from engine.models._types import TextBlock as _TextBlock
 
 __all__ = [
     "DECISION_FINISH_INSTRUCTION",
@@ -82,7 +81,7 @@ async def make(
             "@agentic_function that calls it (the ambient runtime is then injected), or pass "
             "runtime= explicitly"
         )
-    request = _make_request(rt, prompt, menu)
+    request = _build_request(rt.system, [_TextBlock(text=f"{prompt}\n\n{menu.text}")], menu=menu)
     return await rt.decide(
         request,
         menu,
@@ -90,20 +89,6 @@ async def make(
         max_retries=max_retries,
         context=context,
         on_retry=on_retry,
-    )
-
-
-def _make_request(runtime: _Runtime, prompt: str, menu: _Menu) -> _Request:
-    messages = [_Message.of("system", runtime.system)] if runtime.system else []
-    messages.append(_Message.of("user", f"{prompt}\n\n{menu.text}"))
-    choices = [_ChoiceSpec.model_construct(**c) for c in menu.choices()]
-    return _Request.model_construct(
-        messages=messages,
-        tools=None,
-        response_format=None,
-        model=None,
-        choices=choices,
-        max_tokens=None,
     )
 
 

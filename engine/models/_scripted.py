@@ -61,11 +61,10 @@ class ScriptedModel:
                 )
             text = self._script[self._next]
             self._next += 1
-        return Response.model_construct(
+        return Response(
             text=text,
-            tool_calls=[],
             finish_reason="stop",
-            usage=Usage.model_construct(
+            usage=Usage(
                 input_tokens=sum(len(m.text) for m in request.messages) // 4,
                 output_tokens=len(text) // 4,
             ),
