@@ -40,7 +40,9 @@ async def no_runtime_param() -> object:
 
 
 @agentic_function
-async def outer(runtime: Runtime | None = None, inner_runtime: Runtime | None = None) -> object:
+async def outer(
+    runtime: Runtime | None = None, inner_runtime: Runtime | None = None
+) -> tuple[object, object]:
     inner = await ask(runtime=inner_runtime)
     after = await decision.make("Yes or no?", OPTIONS)
     return inner, after
@@ -160,6 +162,25 @@ async def test_ambient_sync_agentic_option_gets_the_runtime_on_its_thread() -> N
     assert result is runtime
 
 
+@agentic_function
+def sync_flow(runtime: Runtime | None = None) -> object:
+    """A plain-def flow on a worker thread, asking through the event loop."""
+    return anyio.from_thread.run(plain_helper)
+
+
+async def test_ambient_sync_agentic_function_on_a_thread_can_ask() -> None:
+    runtime = runtime_saying("no")
+
+    result = await anyio.to_thread.run_sync(lambda: sync_flow(runtime=runtime))
+
+    assert result == "NO"
+    assert [(n.kind, n.parent_id) for n in runtime.trace.nodes] == [
+        ("frame", None),
+        ("decision", 0),
+        ("model_call", 1),
+    ]
+
+
 async def test_ambient_picked_function_runs_with_the_runtime_ambient() -> None:
     async def research() -> object:
         """A plain option: the decision's runtime is ambient while it runs."""
@@ -176,7 +197,7 @@ async def test_ambient_picked_function_runs_with_the_runtime_ambient() -> None:
 async def test_ambient_explicit_runtime_wins_over_outer_ambient() -> None:
     outer_rt, inner_rt = runtime_saying("yes"), runtime_saying("no")
 
-    inner, after = await outer(runtime=outer_rt, inner_runtime=inner_rt)  # type: ignore[misc]
+    inner, after = await outer(runtime=outer_rt, inner_runtime=inner_rt)
 
     assert (inner, after) == ("NO", "YES")
     assert outer_rt.model.calls == 1  # type: ignore[attr-defined]

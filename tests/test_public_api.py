@@ -153,7 +153,7 @@ async def test_scripted_model_reply_function_sees_the_request(is_async: bool) ->
 
 def test_scripted_model_rejects_a_single_string() -> None:
     with pytest.raises(TypeError, match="one string"):
-        ScriptedModel("reply")  # type: ignore[arg-type]
+        ScriptedModel("reply")
 
 
 def test_scripted_model_is_a_model() -> None:
