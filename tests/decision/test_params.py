@@ -429,6 +429,19 @@ def test_params_null_for_a_required_parameter_is_rejected() -> None:
     assert "name: expected str, got null" in error.message
 
 
+async def set_limit(limit: int | None) -> str:
+    """Set or clear the limit."""
+    return f"limit={limit}"
+
+
+async def test_params_required_parameter_typed_optional_takes_null_as_a_value() -> None:
+    # Required, but its annotation admits None: null is that value, not "use the default".
+    assert signature([set_limit]) == "set_limit(limit: int | None)"
+    assert decision.parse_args(pick("set_limit", limit=None), [set_limit])[1] == {"limit": None}
+    assert await ask([set_limit], pick("set_limit", limit=None)) == "limit=None"
+    assert rejected([set_limit], pick("set_limit")).kind == "missing_required"
+
+
 def test_params_missing_required_parameter_is_missing_required() -> None:
     error = rejected([greet], pick("greet", greeting="hi"))
     assert error.kind == "missing_required"
