@@ -56,18 +56,20 @@ def check(spec: Spec, value: object, path: str) -> object:
         return None
     kind = spec.kind
     if kind == "model":
-        value = _check_model(spec, value, path)
+        result = _check_model(spec, value, path)
     elif kind == "object":
-        value = _check_object(spec, value, path)
+        result = _check_object(spec, value, path)
     elif kind == "list":
-        value = _check_list(spec, value, path)
+        result = _check_list(spec, value, path)
     elif not _TYPE_OK[kind](value):
         raise _mismatch(spec, value, path)
-    elif kind == "float":
-        value = float(value)  # type: ignore[arg-type]
+    else:
+        result = float(value) if kind == "float" else value  # type: ignore[arg-type]
+    # The enum lists JSON values: compare what the model sent, not what pydantic made of it
+    # (an Enum member is not equal to its JSON value).
     if spec.enum is not None and not _in_enum(value, spec.enum):
         raise _not_in_enum(spec.enum, value, path)
-    return value
+    return result
 
 
 def _check_null(spec: Spec, path: str) -> None:

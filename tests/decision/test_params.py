@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import json
 import threading
@@ -296,6 +297,24 @@ def test_params_options_that_do_not_match_the_annotation_are_type_error() -> Non
         TypeError, match="parameter 'size': option value 'small' is not a valid int"
     ):
         decision.render_options([resize])
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+    GREEN = "green"
+
+
+@agentic_function(input={"color": {"options": ["red", "blue"]}})
+async def paint(color: Color) -> Color:
+    """Paint the wall."""
+    return color
+
+
+async def test_params_input_options_narrow_an_enum_type_by_its_json_values() -> None:
+    assert decision.render_options([paint]).splitlines()[2] == '    color (options: "red", "blue")'
+    assert await ask([paint], pick("paint", color="blue")) is Color.BLUE
+    assert rejected([paint], pick("paint", color="green")).kind == "enum_violation"
 
 
 # Runtime-class and hidden parameters --------------------------------------------------------
