@@ -30,6 +30,7 @@ lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict on engine/
 
 bench: $(STAMP) ## Run the benchmarks (medians, side by side)
 	$(BIN)/python bench/decision_overhead.py
+	$(BIN)/python bench/journal_overhead.py
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

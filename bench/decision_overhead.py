@@ -113,11 +113,13 @@ def main() -> None:
     three = median_of(lambda: engine_make(lambda: dict(THREE), PICK3))
     twenty = median_of(lambda: engine_make(twenty_options, PICK20))
     print(f"decision round trip (median of {ROUNDS} x {CALLS} calls, µs per call)")
-    print(f"  {'hand-written transition (floor)':<40} {floor:8.1f}")
-    print(f"  {'decision.make, 3 options':<40} {three:8.1f}   {three / floor:5.1f}x floor")
-    print(
-        f"  {'decision.make, 20 nested-schema options':<40} {twenty:8.1f}   {twenty / floor:5.1f}x floor"
-    )
+    rows = [
+        ("hand-written transition (floor)", floor),
+        ("decision.make, 3 options", three),
+        ("decision.make, 20 nested-schema options", twenty),
+    ]
+    for name, us in rows:
+        print(f"  {name:<40} {us:8.1f}   {us / floor:5.1f}x floor")
     try:
         from _extraction import run_extraction_bench
     except ImportError:

@@ -8,6 +8,7 @@ resolves the pick into the result of the next step. Runs are journaled and resum
 from engine import decision
 from engine._agentic import agentic_function
 from engine._branches import gather, map
+from engine._context import idempotency_key
 from engine._engine import Engine
 from engine._errors import (
     AuthenticationError,
@@ -57,5 +58,6 @@ __all__ = [
     "agentic_function",
     "decision",
     "gather",
+    "idempotency_key",
     "map",
 ]

@@ -14,13 +14,39 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from engine._trace import Node
 
-__all__ = ["RUNTIME_PARAMS", "ambient_runtime", "current_node", "current_runtime", "using_node"]
+__all__ = [
+    "RUNTIME_PARAMS",
+    "ambient_runtime",
+    "current_node",
+    "current_run_id",
+    "current_runtime",
+    "idempotency_key",
+    "using_node",
+]
 
 #: Parameter names that receive the runtime instead of a value from the model.
 RUNTIME_PARAMS: frozenset[str] = frozenset({"runtime", "exec_runtime", "review_runtime"})
 
 current_runtime: ContextVar[object | None] = ContextVar("engine_runtime", default=None)
 current_node: ContextVar[Node | None] = ContextVar("engine_node", default=None)
+current_run_id: ContextVar[str | None] = ContextVar("engine_run_id", default=None)
+
+
+def idempotency_key() -> str:
+    """Return a key that names the current step of the current run, stable across replays.
+
+    A step may run again when its process died after the step's side effect but before its
+    result was journaled. Key the side effect by this value (a unique column, an idempotency
+    header) and the second attempt lands nowhere.
+
+    Raises:
+        RuntimeError: Called outside a durable run.
+    """
+    run_id = current_run_id.get()
+    node = current_node.get()
+    if run_id is None or node is None:
+        raise RuntimeError("idempotency_key() is only available inside a run of Engine")
+    return f"{run_id}:{node.key}"
 
 
 @contextmanager

@@ -13,13 +13,14 @@ import time
 import traceback
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
 import anyio
 import structlog
 
 from engine._branches import gather, map
-from engine._context import current_node, current_runtime
+from engine._context import current_node, current_run_id, current_runtime
 from engine._errors import DecisionError, RunConflictError
 from engine._flows import FLOWS, decode_input, encode_input
 from engine._hooks import current_hooks
@@ -35,6 +36,8 @@ __all__ = ["Engine"]
 log = structlog.get_logger("engine")
 
 Flow = Callable[..., Any]
+_NO_LIMIT: AbstractAsyncContextManager[object] = nullcontext()
+_ORPHANABLE: tuple[RunStatus, ...] = ("queued", "running")
 _RESUMABLE: frozenset[str] = frozenset({"suspended", "failed", "cancelled", "queued"})
 
 
@@ -88,12 +91,17 @@ class Engine:
         """
         name = self._flows.remember(flow)
         record = Run(
-            run_id=run_id or uuid.uuid4().hex, flow=name, input=encode_input(name, args, kwargs)
+            run_id=run_id or uuid.uuid4().hex,
+            flow=name,
+            input=encode_input(name, args, kwargs),
+            owner=self.owner,
+            lease_expires_at=time.time() + self.lease_s,
         )
-        stored, created = await self.store.create_run(record)
-        if not created:
-            return stored
-        return await self._execute(flow, stored, ResumeOrder(), journal=False)
+        async with self._slot():
+            stored, created = await self.store.create_run(record)
+            if not created:
+                return stored
+            return await self._execute_claimed(flow, stored, ResumeOrder(), journal=False)
 
     async def run_many(
         self,
@@ -217,16 +225,32 @@ class Engine:
             )
         return await self._execute(fn, run, order, journal=True)
 
-    async def recover(self) -> list[Run]:
-        """Resume every run whose owner stopped renewing its lease (a crashed process)."""
-        recovered = []
-        for run in await self.store.list_runs(status="running"):
-            if _lease_expired(run):
-                fn = self._flows.find(run.flow)
+    async def recover(self, *, concurrency: int | None = None) -> list[Run]:
+        """Resume every run whose owner stopped renewing its lease (its process died).
+
+        A live owner is never displaced: only runs whose lease has run out are taken, each by
+        compare-and-set, so two recovering processes never both resume one run.
+        """
+        orphans = [
+            run
+            for status in _ORPHANABLE
+            for run in await self.store.list_runs(status=status)
+            if _lease_expired(run)
+        ]
+        recovered: list[Run] = []
+        limiter = anyio.CapacityLimiter(concurrency) if concurrency else None
+
+        async def take(run: Run) -> None:
+            fn = self._flows.find(run.flow)
+            async with limiter if limiter is not None else _NO_LIMIT:
                 try:
                     recovered.append(await self._execute(fn, run, ResumeOrder(), journal=True))
                 except RunConflictError:
-                    continue  # another process recovered it first
+                    log.info("recover_skipped", run_id=run.run_id)  # another process took it
+
+        async with anyio.create_task_group() as tg:
+            for run in orphans:
+                tg.start_soon(take, run)
         return recovered
 
     async def _probe(self, flow: Flow, run: Run, order: ResumeOrder) -> None:
@@ -246,10 +270,12 @@ class Engine:
     # -- execution -----------------------------------------------------------------------------
 
     async def _execute(self, flow: Flow, run: Run, order: ResumeOrder, *, journal: bool) -> Run:
-        if self._limiter is None:
+        async with self._slot():
             return await self._execute_claimed(flow, run, order, journal)
-        async with self._limiter:
-            return await self._execute_claimed(flow, run, order, journal)
+
+    def _slot(self) -> AbstractAsyncContextManager[object]:
+        """Hold one of the engine's run slots (a no-op without ``concurrency=``)."""
+        return self._limiter if self._limiter is not None else _NO_LIMIT
 
     async def _execute_claimed(
         self, flow: Flow, run: Run, order: ResumeOrder, journal: bool
@@ -292,10 +318,12 @@ class Engine:
             current_hooks.set(hooks),
             current_node.set(root),
             current_runtime.set(self.runtime),
+            current_run_id.set(run.run_id),
         )
         try:
             return await flow(*args, **kwargs)
         finally:
+            current_run_id.reset(tokens[3])
             current_runtime.reset(tokens[2])
             current_node.reset(tokens[1])
             current_hooks.reset(tokens[0])
@@ -303,9 +331,11 @@ class Engine:
 
     async def _claim(self, run: Run) -> Run:
         now = time.time()
-        if run.status == "running" and not _lease_expired(run, now):
+        held = run.owner is not None and run.owner != self.owner
+        if held and not _lease_expired(run, now):
             raise RunConflictError(
-                f"run {run.run_id!r} is held by {run.owner!r}", run_id=run.run_id
+                f"run {run.run_id!r} is held by {run.owner!r} until its lease runs out",
+                run_id=run.run_id,
             )
         if run.status not in _RESUMABLE and run.status != "running":
             raise RunConflictError(f"run {run.run_id!r} is {run.status}", run_id=run.run_id)
@@ -331,16 +361,26 @@ class Engine:
     async def _renew_lease(self, holder: _Holder) -> None:
         while True:
             await anyio.sleep(self.lease_s / 3)
+            # Shielded: a renewal that commits must also update the holder, or the run's final
+            # compare-and-set would use a stale version.
             async with holder.lock:
                 run = holder.run
-                renewed = await self.store.update_run(
-                    run.model_copy(update={"lease_expires_at": time.time() + self.lease_s}),
-                    expected_version=run.version,
-                )
+                with anyio.CancelScope(shield=True):
+                    renewed = await self.store.update_run(
+                        run.model_copy(update={"lease_expires_at": time.time() + self.lease_s}),
+                        expected_version=run.version,
+                    )
                 if renewed is None:
                     log.warning("lease_lost", run_id=run.run_id)
                     return
                 holder.run = renewed
+
+    async def _retry_own(self, final: Run) -> Run | None:
+        """Retry a final write that lost its compare-and-set to a write of this same owner."""
+        current = await self.store.get_run(final.run_id)
+        if current is None or current.owner != self.owner:
+            return None
+        return await self.store.update_run(final, expected_version=current.version)
 
     async def _finish(
         self,
@@ -373,6 +413,8 @@ class Engine:
                 }
             )
             stored = await self.store.update_run(final, expected_version=run.version)
+            if stored is None:
+                stored = await self._retry_own(final)
             if stored is None:
                 raise RunConflictError(
                     f"run {run.run_id!r} was taken over by another worker before it finished "

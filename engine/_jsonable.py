@@ -38,9 +38,11 @@ def from_json(data: Any, annotation: object, *, what: str) -> Any:
     if annotation is inspect.Signature.empty or annotation is None or annotation is Any:
         return data
     try:
-        return _adapter(annotation).validate_python(data)
+        adapter = _adapter(annotation)
     except TypeError:  # unhashable annotation: build an adapter for this call only
-        return TypeAdapter(annotation).validate_python(data)
+        adapter = TypeAdapter(annotation)  # type: ignore[arg-type]
+    try:
+        return adapter.validate_python(data)
     except ValidationError as exc:
         raise JournalError(
             f"{what}: the journaled value no longer matches its annotation {annotation!r}: "

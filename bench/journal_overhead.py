@@ -1,0 +1,107 @@
+"""Journal overhead: microseconds per journaled transition on SQLite.
+
+2,000 tickets of three transitions each (three decisions), run sequentially and with 200 in
+flight, side by side with the same flow unjournaled (the flow awaited directly, no engine).
+Medians over a few rounds in one process.
+
+Run with ``make bench`` or ``python bench/journal_overhead.py [--tickets N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine import Engine, Runtime, agentic_function, decision
+from engine._context import ambient_runtime
+from engine.models import Request, ScriptedModel
+from engine.store import SQLiteStore
+
+TRANSITIONS = 3
+
+
+@agentic_function
+async def ticket_flow(ticket: str, runtime: Runtime | None = None) -> str:
+    """Three decisions: classify, route, close."""
+    kind = await decision.make(f"Classify {ticket}.", ["billing", "tech", "other"])
+    route = await decision.make("Route it.", {"queue_a": "A", "queue_b": "B"})
+    close = await decision.make("Close?", ["close", "keep"])
+    return f"{kind}/{route}/{close}"
+
+
+async def reply(request: Request) -> str:
+    await asyncio.sleep(0)  # yield once, like a network call
+    text = request.messages[0].text
+    if text.startswith("Classify"):
+        return json.dumps({"call": "billing"})
+    if text.startswith("Route"):
+        return json.dumps({"call": "queue_a"})
+    return json.dumps({"call": "close"})
+
+
+async def unjournaled(tickets: list[str], in_flight: int) -> float:
+    runtime = Runtime(model=ScriptedModel(reply))
+    limiter = anyio.CapacityLimiter(in_flight)
+
+    async def one(ticket: str) -> None:
+        async with limiter:
+            with ambient_runtime(runtime):
+                await ticket_flow(ticket)
+
+    t0 = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for ticket in tickets:
+            tg.start_soon(one, ticket)
+    return time.perf_counter() - t0
+
+
+async def journaled(tickets: list[str], in_flight: int, folder: Path) -> float:
+    store = SQLiteStore(folder / f"bench-{time.monotonic_ns()}.db")
+    engine = Engine(model=ScriptedModel(reply), store=store)
+    t0 = time.perf_counter()
+    runs = await engine.run_many(ticket_flow, tickets, concurrency=in_flight)
+    elapsed = time.perf_counter() - t0
+    assert all(r.status == "completed" for r in runs)
+    await store.close()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tickets", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    tickets = [f"t{i}" for i in range(args.tickets)]
+    transitions = len(tickets) * TRANSITIONS
+    print(
+        f"journal overhead on SQLite ({args.tickets} tickets x {TRANSITIONS} transitions, "
+        f"median of {args.rounds} rounds, µs per transition)"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, in_flight in (("sequential", 1), ("200 in flight", 200)):
+            plain = statistics.median(
+                asyncio.run(unjournaled(tickets, in_flight)) for _ in range(args.rounds)
+            )
+            durable = statistics.median(
+                asyncio.run(journaled(tickets, in_flight, Path(tmp))) for _ in range(args.rounds)
+            )
+            per_plain = plain / transitions * 1e6
+            per_durable = durable / transitions * 1e6
+            print(
+                f"  {label:<14} unjournaled {per_plain:8.1f}   journaled {per_durable:8.1f}   "
+                f"overhead {per_durable - per_plain:8.1f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
