@@ -17,7 +17,7 @@ import anyio
 import anyio.to_thread
 from pydantic import TypeAdapter, ValidationError
 
-from engine._context import ambient_runtime, current_node, using_node
+from engine._context import current_node, current_runtime
 from engine._decision._extract import find_pick
 from engine._decision._menu import Menu, build_menu, choice_schema
 from engine._decision._options import Option
@@ -25,7 +25,7 @@ from engine._decision._prompts import DECISION_FINISH_INSTRUCTION, repick_text
 from engine._decision._validate import Failure, Pick, bind, validate
 from engine._errors import REPLY_HEAD, DeadlineExceeded, DecisionError
 from engine._hooks import Hooks, RetryEvent, current_hooks
-from engine._trace import Node, NodeKind, Trace, summarise
+from engine._trace import Node, NodeKind, Trace
 from engine.models import ChoiceSpec, ImageBlock, Message, Model, Request, Response, TextBlock
 from engine.models._types import ContentBlock, ToolSpec
 
@@ -116,19 +116,27 @@ class Runtime:
         on_retry: OnRetry | None = None,
     ) -> Any:
         """Ask ``request`` as a decision over ``menu`` and resolve the pick."""
-        _check_retries(max_retries)
+        if max_retries != 1:
+            _check_retries(max_retries)
         hooks = current_hooks.get()
         node = self.open_node("decision", "decision", options=menu.names)
-        with using_node(node):
+        # This is the hot path of every decision: tokens instead of context managers.
+        token = current_node.set(node)
+        try:
             ask = _Asker(self, hooks, node, menu, model or self.model, max_retries, on_retry)
             try:
-                with _deadline(timeout_s, "decision"):
+                if timeout_s is None:
                     pick = await hooks.decision(node, menu, request, ask)
+                else:
+                    with _deadline(timeout_s, "decision"):
+                        pick = await hooks.decision(node, menu, request, ask)
             except BaseException as exc:
                 node.close("error", error=type(exc).__name__)
                 raise
-            node.close("ok", pick=pick.option.name, args=summarise(pick.args))
+            node.close("ok", pick=pick.option.name, args=pick.args)
             return await resolve(pick, runtime=self, context=context, hooks=hooks, parent=node)
+        finally:
+            current_node.reset(token)
 
     def open_node(self, kind: NodeKind, name: str, **data: Any) -> Node:
         """Open a trace node under the current node, or as a root of :attr:`trace`."""
@@ -275,13 +283,18 @@ async def resolve(
     if parent is None:
         return await run()
     node = parent.child("step", option.name)
-    with using_node(node), ambient_runtime(runtime):
-        try:
-            result = await hooks.step(node, fn, run, _returns(fn))
-        except BaseException as exc:
-            node.close("error", error=type(exc).__name__)
-            raise
-    node.close("ok", result=summarise(result))
+    node_token = current_node.set(node)
+    runtime_token = current_runtime.set(runtime) if runtime is not None else None
+    try:
+        result = await hooks.step(node, fn, run, _returns(fn))
+    except BaseException as exc:
+        node.close("error", error=type(exc).__name__)
+        raise
+    finally:
+        if runtime_token is not None:
+            current_runtime.reset(runtime_token)
+        current_node.reset(node_token)
+    node.close("ok", result=result)
     return result
 
 
@@ -322,7 +335,11 @@ def _message(role: Literal["system", "user", "assistant"], text: str) -> Message
 
 def choice_specs(menu: Menu) -> list[ChoiceSpec]:
     """Return the menu as the ``choices`` of a request (read-only: specs may be shared)."""
-    return [_function_choice(o) if o.kind == "function" else _choice(o) for o in menu.options]
+    specs: list[ChoiceSpec] | None = menu.memo.get("choices")
+    if specs is None:
+        specs = [_function_choice(o) if o.kind == "function" else _choice(o) for o in menu.options]
+        menu.memo["choices"] = specs
+    return specs
 
 
 def _choice(option: Option) -> ChoiceSpec:

@@ -159,4 +159,4 @@ class Trace:
 
 
 # Kinds whose keys use the kind as label (many per parent), not the node's name.
-_KEYED_BY_KIND = frozenset({"model_call", "decision", "repick", "retry"})
+_KEYED_BY_KIND = frozenset({"run", "model_call", "decision", "repick", "retry"})

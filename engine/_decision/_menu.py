@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,8 @@ class Menu:
     options: tuple[Option, ...]
     text: str
     by_name: dict[str, Option] = field(repr=False)
+    #: Things derived from the menu once and reused (the request's choice specs).
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def names(self) -> list[str]:
@@ -34,8 +37,19 @@ def build_menu(options: object) -> Menu:
     if isinstance(options, Menu):
         return options
     normalised = normalise(options)
-    text = "\n\n".join(o.block for o in normalised) + "\n"
-    return Menu(normalised, text, {o.name: o for o in normalised})
+    if all(o.shared for o in normalised):
+        # Every option is a cached object, so the same menu offered again (the usual case:
+        # a dict literal of the same functions and markers) is found by identity.
+        return _shared_menu(normalised)
+    return _menu(normalised)
+
+
+def _menu(options: tuple[Option, ...]) -> Menu:
+    text = "\n\n".join(o.block for o in options) + "\n"
+    return Menu(options, text, {o.name: o for o in options})
+
+
+_shared_menu = functools.lru_cache(maxsize=2048)(_menu)
 
 
 def render_options(options: object) -> str:

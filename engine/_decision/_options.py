@@ -33,6 +33,9 @@ class Option:
     handler: object = None
     function: FunctionSpec | None = None
     block: str = ""
+    #: Whether this object is shared through a cache (so menus made of such options can be
+    #: cached too, by identity).
+    shared: bool = False
 
     @classmethod
     def make(
@@ -43,10 +46,12 @@ class Option:
         fields: tuple[Param, ...] = (),
         handler: object = None,
         function: FunctionSpec | None = None,
+        *,
+        shared: bool = False,
     ) -> Option:
         """Build an option and render its block."""
         block = render_block(name, description, fields)
-        return cls(name, kind, description, fields, handler, function, block)
+        return cls(name, kind, description, fields, handler, function, block, shared)
 
     @property
     def field_names(self) -> frozenset[str]:
@@ -91,12 +96,30 @@ def _from_entry(name: object, handler: object) -> Option:
         if isinstance(first, str) and isinstance(second, dict):
             return _schema(name, first, second)
         if isinstance(second, str):
-            return Option.make(name, "value", second or None, (), first)
+            return _value(name, first, second or None)
         raise OptionsTypeError(
             f"option {name!r}: a 2-tuple handler must be (callable, description), "
             "(description, schema) or (value, description); wrap a tuple value in a list"
         )
-    return Option.make(name, "value", None, (), handler)
+    return _value(name, handler, None)
+
+
+def _value(name: str, value: object, description: str | None) -> Option:
+    if type(value) in _SCALARS and value == value:  # NaN never equals a cache key
+        # Scalars (the common routing markers) are immutable: one option object serves
+        # every call, which also lets the menu built from it be cached.
+        return _cached_value(name, type(value), value, description)
+    return Option.make(name, "value", description, (), value)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_value(name: str, kind: type, value: object, description: str | None) -> Option:
+    # ``kind`` is part of the key: 1, 1.0 and True are equal and hash alike, yet are
+    # different values to hand back.
+    return Option.make(name, "value", description, (), value, shared=True)
 
 
 def _from_item(item: object, index: int) -> Option:
@@ -131,12 +154,17 @@ def _text(name: str, description: object, schema: object, index: int) -> Option:
             f"options[{index}]: the description must be a string, got {description!r}"
         )
     if schema is None:
-        return Option.make(name, "text", description or None)
+        return _cached_text(name, description or None)
     if not isinstance(schema, dict):
         raise OptionsTypeError(
             f"option {name!r}: the schema must be a dict, got {type(schema).__name__}"
         )
     return _schema(name, description or "", schema)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_text(name: str, description: str | None) -> Option:
+    return Option.make(name, "text", description, shared=True)
 
 
 def _schema(name: str, description: str, schema: dict[Any, Any]) -> Option:
@@ -166,7 +194,7 @@ def _function(name: str, fn: object, description: str | None) -> Option:
     except TypeError as exc:
         if isinstance(exc, OptionsTypeError):
             raise
-        return _build_function(name, fn, description or None)  # unhashable callable
+        return _build_function(name, fn, description or None, shared=False)  # unhashable
 
 
 @functools.lru_cache(maxsize=2048)
@@ -177,11 +205,13 @@ def _cached_function(name: str, key: int, fn: object, description: str | None) -
     return _build_function(name, fn, description)
 
 
-def _build_function(name: str, fn: object, description: str | None) -> Option:
+def _build_function(
+    name: str, fn: object, description: str | None, *, shared: bool = True
+) -> Option:
     assert callable(fn)
     spec = function_spec(_as_callable(fn), where=f"option {name!r}")
     description = description or spec.description or describe(fn)
-    return Option.make(name, "function", description, spec.visible, fn, spec)
+    return Option.make(name, "function", description, spec.visible, fn, spec, shared=shared)
 
 
 def _as_callable(fn: object) -> Callable[..., Any]:
