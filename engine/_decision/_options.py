@@ -108,7 +108,7 @@ def _value(name: str, value: object, description: str | None) -> Option:
     if type(value) in _SCALARS and value == value:  # NaN never equals a cache key
         # Scalars (the common routing markers) are immutable: one option object serves
         # every call, which also lets the menu built from it be cached.
-        return _cached_value(name, type(value), value, description)
+        return _cached_value(name, type(value).__name__, value, description)
     return Option.make(name, "value", description, (), value)
 
 
@@ -116,7 +116,7 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_value(name: str, kind: type, value: object, description: str | None) -> Option:
+def _cached_value(name: str, kind: str, value: object, description: str | None) -> Option:
     # ``kind`` is part of the key: 1, 1.0 and True are equal and hash alike, yet are
     # different values to hand back.
     return Option.make(name, "value", description, (), value, shared=True)
