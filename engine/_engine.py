@@ -17,7 +17,6 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
 import anyio
-import structlog
 
 from engine._branches import gather, map
 from engine._context import current_node, current_run_id, current_runtime
@@ -26,6 +25,7 @@ from engine._flows import FLOWS, decode_input, encode_input
 from engine._hooks import current_hooks
 from engine._journal import JournalHooks, ProbeDone, ResumeOrder
 from engine._jsonable import to_json
+from engine._log import log
 from engine._runtime import Runtime
 from engine._trace import Trace
 from engine.models import Model
@@ -33,7 +33,6 @@ from engine.store import Run, RunErrorInfo, RunStatus, Store, TokenUsage
 
 __all__ = ["Engine"]
 
-log = structlog.get_logger("engine")
 
 Flow = Callable[..., Any]
 _NO_LIMIT: AbstractAsyncContextManager[object] = nullcontext()
@@ -90,14 +89,18 @@ class Engine:
         it: both are returned, not raised.
         """
         name = self._flows.remember(flow)
-        record = Run(
-            run_id=run_id or uuid.uuid4().hex,
-            flow=name,
-            input=encode_input(name, args, kwargs),
-            owner=self.owner,
-            lease_expires_at=time.time() + self.lease_s,
-        )
         async with self._slot():
+            now = time.time()
+            # Started at once, so created running: the insert is also the claim.
+            record = Run(
+                run_id=run_id or uuid.uuid4().hex,
+                flow=name,
+                status="running",
+                input=encode_input(name, args, kwargs),
+                owner=self.owner,
+                lease_expires_at=now + self.lease_s,
+                started_at=now,
+            )
             stored, created = await self.store.create_run(record)
             if not created:
                 return stored
@@ -280,7 +283,8 @@ class Engine:
     async def _execute_claimed(
         self, flow: Flow, run: Run, order: ResumeOrder, journal: bool
     ) -> Run:
-        run = await self._claim(run)
+        if journal:  # a resume or a recovery: take the run over, then read its journal
+            run = await self._claim(run)
         records = await self.store.load_journal(run.run_id) if journal else []
         hooks = JournalHooks(run.run_id, self.store, records, owner=self.owner, order=order)
         trace = Trace()
@@ -375,12 +379,22 @@ class Engine:
                     return
                 holder.run = renewed
 
-    async def _retry_own(self, final: Run) -> Run | None:
-        """Retry a final write that lost its compare-and-set to a write of this same owner."""
-        current = await self.store.get_run(final.run_id)
-        if current is None or current.owner != self.owner:
-            return None
-        return await self.store.update_run(final, expected_version=current.version)
+    async def _write_final(
+        self, hooks: JournalHooks, final: Run, version: int, trace: Trace
+    ) -> Run | None:
+        """Write the run's outcome, its last journal records and its trace in one transaction."""
+        records = hooks.take_pending()
+        exported = trace.to_dict()
+        stored = await self.store.finish_run(
+            final, expected_version=version, records=records, trace=exported
+        )
+        if stored is None:  # our own lease renewal may have raced us: retry on its version
+            current = await self.store.get_run(final.run_id)
+            if current is not None and current.owner == self.owner:
+                stored = await self.store.finish_run(
+                    final, expected_version=current.version, records=records, trace=exported
+                )
+        return stored
 
     async def _finish(
         self,
@@ -412,9 +426,7 @@ class Engine:
                     "model_calls": run.model_calls + counts.model_calls,
                 }
             )
-            stored = await self.store.update_run(final, expected_version=run.version)
-            if stored is None:
-                stored = await self._retry_own(final)
+            stored = await self._write_final(hooks, final, run.version, trace)
             if stored is None:
                 raise RunConflictError(
                     f"run {run.run_id!r} was taken over by another worker before it finished "
@@ -422,7 +434,6 @@ class Engine:
                     run_id=run.run_id,
                 )
             holder.run = stored
-        await self.store.save_trace(run.run_id, trace.to_dict())
         log.info(_EVENTS[status], run_id=run.run_id, flow=run.flow)
         return stored
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import typing
@@ -14,6 +15,12 @@ from engine._jsonable import from_json, to_json
 __all__ = ["FLOWS", "FlowRegistry", "decode_input", "encode_input", "flow_name"]
 
 Flow = Callable[..., Any]
+
+
+@functools.lru_cache(maxsize=256)
+def _parameters(flow: Flow) -> tuple[list[str], dict[str, Any]]:
+    # Resolving annotations evaluates strings (postponed annotations): once per flow.
+    return list(inspect.signature(flow).parameters), typing.get_type_hints(inspect.unwrap(flow))
 
 
 def flow_name(flow: Flow) -> str:
@@ -91,11 +98,9 @@ def encode_input(
 def decode_input(flow: Flow, data: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     """Validate stored arguments back against the flow's parameter annotations."""
     try:
-        signature = inspect.signature(flow)
-        hints = typing.get_type_hints(inspect.unwrap(flow))
+        names, hints = _parameters(flow)
     except (TypeError, ValueError, NameError) as exc:
         raise JournalError(f"cannot read the signature of flow {flow!r}") from exc
-    names = list(signature.parameters)
     args = [
         from_json(
             value,

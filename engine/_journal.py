@@ -8,6 +8,7 @@ with no record. A fingerprint that no longer matches raises :class:`NonDetermini
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ import anyio
 
 from engine._decision._extract import RawPick
 from engine._decision._validate import Failure, Pick, validate
-from engine._errors import DecisionError, NonDeterminismError
+from engine._errors import DecisionError, JournalError, NonDeterminismError
 from engine._hooks import Hooks
 from engine._jsonable import digest, from_json, to_json
 from engine.models import Model, Request, Response
@@ -71,6 +72,7 @@ class JournalHooks(Hooks):
     _records: dict[tuple[str, str], JournalRecord] = field(default_factory=dict)
     _failures: dict[str, int] = field(default_factory=dict)
     _caught: set[str] = field(default_factory=set)
+    _pending: list[JournalRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         last_failure: dict[str, int] = {}
@@ -215,10 +217,23 @@ class JournalHooks(Hooks):
     ) -> None:
         args = to_json(pick.args, what=f"the arguments of the pick at {key!r}")
         data = {"call": pick.option.name, "args": args, "options": menu.names}
-        await self._write(
-            JournalRecord(key=key, kind="pick", fingerprint=fingerprint, actor=actor, data=data)
+        record = JournalRecord(
+            key=key, kind="pick", fingerprint=fingerprint, actor=actor, data=data
         )
         self.counts.transitions += 1
+        if actor == "human":
+            await self._write(record)
+            return
+        # A model's pick is re-derived from its journaled reply when lost, so it need not be
+        # on disk before the flow moves on: it rides with the next write (same transaction,
+        # same order) instead of costing a commit of its own.
+        self._pending.append(record)
+        self._records[(record.kind, record.key)] = record
+
+    def take_pending(self) -> list[JournalRecord]:
+        """Hand over the records still waiting for a write to ride with (the run's end)."""
+        pending, self._pending = self._pending, []
+        return pending
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -243,19 +258,29 @@ class JournalHooks(Hooks):
         return result
 
     async def _write(self, record: JournalRecord) -> None:
-        # The record must land even when the run is being cancelled: shield it, but bound it.
-        with anyio.CancelScope(shield=True), anyio.fail_after(_WRITE_BOUND_S):
-            await self.store.append(self.run_id, [record], owner=self.owner)
+        await self._append([record])
         self._records[(record.kind, record.key)] = record
+
+    async def _append(self, records: list[JournalRecord]) -> None:
+        batch, self._pending = [*self._pending, *records], []
+        # The records must land even when the run is being cancelled: shield the write, but
+        # bound it (one scope does both).
+        deadline = anyio.current_time() + _WRITE_BOUND_S
+        with anyio.CancelScope(shield=True, deadline=deadline) as scope:
+            await self.store.append(self.run_id, batch, owner=self.owner)
+        if scope.cancelled_caught:
+            raise JournalError(
+                f"a journal write of run {self.run_id!r} took over {_WRITE_BOUND_S} s; the "
+                "store is stuck or unreachable"
+            )
 
 
 def request_fingerprint(request: Request) -> str:
     """Fingerprint what a request asks: its messages, tools and offered choices."""
-    return digest(
-        [(m.role, m.text) for m in request.messages],
-        [t.name for t in request.tools or ()],
-        [c.name for c in request.choices or ()],
-    )
+    parts = [f"{m.role}\x1f{m.text}" for m in request.messages]
+    parts.append("\x1f".join(t.name for t in request.tools or ()))
+    parts.append("\x1f".join(c.name for c in request.choices or ()))
+    return hashlib.blake2b("\x1e".join(parts).encode(), digest_size=8).hexdigest()
 
 
 def _check(record: JournalRecord, fingerprint: str, key: str, what: str) -> None:

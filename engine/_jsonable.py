@@ -55,7 +55,6 @@ def _adapter(annotation: Any) -> TypeAdapter[Any]:
     return TypeAdapter(annotation)
 
 
-def digest(*parts: object) -> str:
-    """Return a short, stable fingerprint of JSON-able parts."""
-    raw = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+def digest(*parts: str) -> str:
+    """Return a short, stable fingerprint of text parts."""
+    return hashlib.blake2b("\x1e".join(parts).encode(), digest_size=8).hexdigest()

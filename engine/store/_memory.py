@@ -56,6 +56,23 @@ class MemoryStore:
         self._runs[run.run_id] = new
         return new.model_copy(deep=True)
 
+    async def finish_run(
+        self,
+        run: Run,
+        *,
+        expected_version: int,
+        records: Sequence[JournalRecord] = (),
+        trace: dict[str, Any] | None = None,
+    ) -> Run | None:
+        """Compare-and-set the run, then append ``records`` and store ``trace`` with it."""
+        stored = await self.update_run(run, expected_version=expected_version)
+        if stored is None:
+            return None
+        self._journals[run.run_id].extend(r.model_copy() for r in records)
+        if trace is not None:
+            self._traces[run.run_id] = trace
+        return stored
+
     async def append(
         self, run_id: str, records: Sequence[JournalRecord], *, owner: str | None = None
     ) -> None:

@@ -113,7 +113,7 @@ class SQLiteStore:
         """Insert ``run`` unless its id exists; return the stored run and whether it was new."""
         existing = await self._write(partial(sql.insert_run, sql.run_row(run)))
         if existing is None:
-            return run.model_copy(deep=True), True
+            return run.model_copy(), True
         return existing, False
 
     async def get_run(self, run_id: str) -> Run | None:
@@ -142,10 +142,28 @@ class SQLiteStore:
         Returns:
             The stored run (its version one higher), or ``None`` when another writer won.
         """
-        new = run.model_copy(
-            deep=True, update={"version": expected_version + 1, "updated_at": time.time()}
-        )
+        # Shallow: the row is serialised from it before anyone could change it, and the
+        # caller gets a new object either way.
+        new = run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
         won = await self._write(partial(sql.update_run, sql.run_row(new), expected_version))
+        return new if won else None
+
+    async def finish_run(
+        self,
+        run: Run,
+        *,
+        expected_version: int,
+        records: Sequence[JournalRecord] = (),
+        trace: dict[str, Any] | None = None,
+    ) -> Run | None:
+        """Compare-and-set the run, appending ``records`` and storing ``trace`` in the same
+        transaction (nothing is written when the compare-and-set loses)."""
+        new = run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
+        rows = [sql.journal_row(run.run_id, record) for record in records]
+        body = None if trace is None else sql.to_json(trace, f"the trace of run {run.run_id!r}")
+        won = await self._write(
+            partial(sql.finish_run, sql.run_row(new), expected_version, rows, body)
+        )
         return new if won else None
 
     async def append(

@@ -125,6 +125,24 @@ def update_run(row: RunRow, expected_version: int, conn: sqlite3.Connection) -> 
     return cursor.rowcount == 1
 
 
+def finish_run(
+    row: RunRow,
+    expected_version: int,
+    journal: list[JournalRow],
+    trace: str | None,
+    conn: sqlite3.Connection,
+) -> bool:
+    """Compare-and-set the run, then append its journal tail and store its trace."""
+    if not update_run(row, expected_version, conn):
+        return False
+    run_id = row[-1]
+    if journal:
+        insert_journal(run_id, None, journal, conn)
+    if trace is not None:
+        upsert_trace(run_id, trace, conn)
+    return True
+
+
 def select_runs(
     where: str, args: Sequence[object], limit: int | None, conn: sqlite3.Connection
 ) -> list[Run]:

@@ -119,6 +119,23 @@ class Store(Protocol):
         """
         ...
 
+    async def finish_run(
+        self,
+        run: Run,
+        *,
+        expected_version: int,
+        records: Sequence[JournalRecord] = (),
+        trace: dict[str, Any] | None = None,
+    ) -> Run | None:
+        """Compare-and-set the run and, in the same transaction, append its last journal
+        records and store its trace: a run's outcome and its journal tail land together.
+
+        Returns:
+            The stored run (its version one higher), or ``None`` when another writer won (then
+            nothing is written).
+        """
+        ...
+
     async def append(
         self, run_id: str, records: Sequence[JournalRecord], *, owner: str | None = None
     ) -> None:
