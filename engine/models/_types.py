@@ -12,6 +12,7 @@ __all__ = [
     "ImageBlock",
     "Message",
     "Model",
+    "PickSchema",
     "Request",
     "Response",
     "TextBlock",
@@ -96,8 +97,30 @@ class ChoiceSpec(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
 
 
+class PickSchema(BaseModel):
+    """The menu as one JSON Schema, for a provider that can constrain its reply to it.
+
+    The schema is an object whose one property, :attr:`key`, holds the pick
+    (``{"call": ..., "args": {...}}``, one branch per option). A provider that enforces it
+    returns the pick itself, the value under :attr:`key`, as JSON text in
+    :attr:`Response.text`, so the decision core parses it as it parses any reply.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    name: str = "pick"
+    key: str = "pick"
+    json_schema: dict[str, Any]
+    #: The same schema in OpenAI's strict subset, or ``None`` when the menu has no strict form.
+    strict_schema: dict[str, Any] | None = None
+
+
 class Request(BaseModel):
-    """One call to a model."""
+    """One call to a model.
+
+    ``choices`` carries the menu of a decision beside its text. ``enforce``, when set, asks
+    the provider to constrain the reply to the menu's schema; a model that cannot ignores
+    it, and the reply is parsed from text as usual.
+    """
 
     messages: list[Message]
     tools: list[ToolSpec] | None = None
@@ -105,6 +128,7 @@ class Request(BaseModel):
     model: str | None = None
     choices: list[ChoiceSpec] | None = None
     max_tokens: int | None = None
+    enforce: PickSchema | None = None
 
 
 class Usage(BaseModel):
@@ -144,6 +168,10 @@ class Model(Protocol):
     """
 
     name: str
+
+    # A provider that can constrain a reply to a menu also says how, as a class or instance
+    # attribute ``enforcement``: ``"json_schema"`` or ``"tool"``. The runtime reads it with a
+    # default of ``None`` (text parsing), so it is not part of the protocol.
 
     async def complete(self, request: Request) -> Response:
         """Answer one request."""
