@@ -78,6 +78,8 @@ class Engine:
         self.owner = f"{uuid.uuid4().hex[:12]}"
         self._limiter = anyio.CapacityLimiter(concurrency) if concurrency else None
         self._flows = FLOWS
+        self._holders: dict[str, _Holder] = {}
+        self._batch_renewers = 0
 
     # -- starting runs -------------------------------------------------------------------------
 
@@ -161,8 +163,15 @@ class Engine:
 
         async with anyio.create_task_group() as tg, receive:
             tg.start_soon(feed)
-            async for pair in receive:
-                yield pair
+            # One renewer keeps every lease of the batch alive, instead of a task per run.
+            self._batch_renewers += 1
+            tg.start_soon(self._renew_all)
+            try:
+                async for pair in receive:
+                    yield pair
+            finally:
+                self._batch_renewers -= 1
+                tg.cancel_scope.cancel()
 
     # -- reading runs --------------------------------------------------------------------------
 
@@ -292,19 +301,28 @@ class Engine:
         log.debug("run_started", run_id=run.run_id, flow=run.flow, resume=journal)
         outcome: Exception | None = None
         result: Any = None
+        self._holders[run.run_id] = holder
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._renew_lease, holder)
+            if self._batch_renewers:  # a batch renewer keeps this run's lease alive
                 try:
                     result = await self._call_flow(flow, run, hooks, trace)
-                except Exception as exc:  # handled below, outside the task group
+                except Exception as exc:
                     outcome = exc
-                finally:
-                    tg.cancel_scope.cancel()
+            else:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._renew_lease, holder)
+                    try:
+                        result = await self._call_flow(flow, run, hooks, trace)
+                    except Exception as exc:  # handled below, outside the task group
+                        outcome = exc
+                    finally:
+                        tg.cancel_scope.cancel()
         except BaseException:
+            self._holders.pop(run.run_id, None)
             with anyio.CancelScope(shield=True):
                 await self._finish(holder, hooks, trace, "cancelled")
             raise
+        self._holders.pop(run.run_id, None)
         if isinstance(outcome, DecisionError):
             return await self._finish(holder, hooks, trace, "suspended", error=_suspension(outcome))
         if outcome is not None:
@@ -365,19 +383,34 @@ class Engine:
     async def _renew_lease(self, holder: _Holder) -> None:
         while True:
             await anyio.sleep(self.lease_s / 3)
-            # Shielded: a renewal that commits must also update the holder, or the run's final
-            # compare-and-set would use a stale version.
-            async with holder.lock:
-                run = holder.run
-                with anyio.CancelScope(shield=True):
-                    renewed = await self.store.update_run(
-                        run.model_copy(update={"lease_expires_at": time.time() + self.lease_s}),
-                        expected_version=run.version,
-                    )
-                if renewed is None:
-                    log.warning("lease_lost", run_id=run.run_id)
-                    return
-                holder.run = renewed
+            if not await self._renew(holder):
+                return
+
+    async def _renew_all(self) -> None:
+        while True:
+            await anyio.sleep(self.lease_s / 3)
+            async with anyio.create_task_group() as tg:  # concurrent: one group commit
+                for holder in list(self._holders.values()):
+                    tg.start_soon(self._renew, holder)
+
+    async def _renew(self, holder: _Holder) -> bool:
+        """Extend one run's lease; return False when the run is no longer this owner's."""
+        # Shielded: a renewal that commits must also update the holder, or the run's final
+        # compare-and-set would use a stale version.
+        async with holder.lock:
+            run = holder.run
+            if run.owner != self.owner or run.status != "running":
+                return False
+            with anyio.CancelScope(shield=True):
+                renewed = await self.store.update_run(
+                    run.model_copy(update={"lease_expires_at": time.time() + self.lease_s}),
+                    expected_version=run.version,
+                )
+            if renewed is None:
+                log.warning("lease_lost", run_id=run.run_id)
+                return False
+            holder.run = renewed
+            return True
 
     async def _write_final(
         self, hooks: JournalHooks, final: Run, version: int, trace: Trace
