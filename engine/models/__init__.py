@@ -1,12 +1,22 @@
-"""Model providers behind one protocol, and the fakes tests and demos run on."""
+"""Model providers behind one protocol, and the fakes tests and demos run on.
 
+The provider SDKs are optional extras (``pip install "engine[openai]"``,
+``"engine[anthropic]"``), imported at a model's first call, so this package imports
+without them.
+"""
+
+from engine.models._anthropic import AnthropicModel
+from engine.models._openai import OpenAIModel
+from engine.models._registry import model_from_string
 from engine.models._scripted import ScriptedModel
+from engine.models._simulated import Faults, SimulatedModel
 from engine.models._types import (
     ChoiceSpec,
     ContentBlock,
     ImageBlock,
     Message,
     Model,
+    PickSchema,
     Request,
     Response,
     TextBlock,
@@ -16,16 +26,22 @@ from engine.models._types import (
 )
 
 __all__ = [
+    "AnthropicModel",
     "ChoiceSpec",
     "ContentBlock",
+    "Faults",
     "ImageBlock",
     "Message",
     "Model",
+    "OpenAIModel",
+    "PickSchema",
     "Request",
     "Response",
     "ScriptedModel",
+    "SimulatedModel",
     "TextBlock",
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "model_from_string",
 ]

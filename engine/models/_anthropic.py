@@ -1,0 +1,259 @@
+"""An Anthropic model on the official ``anthropic`` SDK.
+
+The SDK is imported, and ``ANTHROPIC_API_KEY`` read, at the first call, so ``import engine``
+works without the ``anthropic`` extra and without a key. An enforced pick is one forced tool
+call whose input is the pick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine._errors import AuthenticationError, ModelError, ModelTimeoutError
+from engine._errors import ProviderUnavailableError as _Unavailable
+from engine.models._types import (
+    ImageBlock,
+    Message,
+    PickSchema,
+    Request,
+    Response,
+    TextBlock,
+    ToolCall,
+    Usage,
+)
+from engine.models._wire import error_for_status, short, unwrap_pick
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+__all__ = ["AnthropicModel"]
+
+_PROVIDER = "anthropic"
+
+
+class AnthropicModel:
+    """A Claude model reached through Anthropic's messages API.
+
+    Args:
+        model: The model id (``"claude-sonnet-4-5"``, ...).
+        api_key: The key; ``ANTHROPIC_API_KEY`` by default.
+        client: A ready ``anthropic.AsyncAnthropic`` to use instead (its own retries are
+            turned off: the engine's transport layer retries).
+        max_tokens: The reply's token limit when a request sets none (the API needs one).
+        base_url: Another endpoint speaking the same protocol (a proxy, a test server).
+        timeout: Seconds the SDK waits for one HTTP response.
+
+    Vendor exceptions never escape: they become our errors, as in
+    :class:`~engine.models.OpenAIModel`.
+    """
+
+    enforcement: Literal["tool"] = "tool"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        client: AsyncAnthropic | None = None,
+        max_tokens: int = 1024,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.name = model
+        self.model = model
+        self.max_tokens = max_tokens
+        self.base_url = base_url
+        self.timeout = timeout
+        self._api_key = api_key
+        self._given = client
+        self._client: Any = None
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.model!r})"
+
+    async def complete(self, request: Request) -> Response:
+        """Answer one request through the messages endpoint.
+
+        Raises:
+            ModelError: The call failed (translated from the SDK's exception).
+        """
+        client = self._connect()
+        params = self._params(request)
+        started = time.perf_counter()
+        try:
+            message = await client.messages.create(**params)
+        except Exception as exc:
+            error = _translate(exc)
+            if error is None:
+                raise
+            raise error from exc
+        return _response(message, request.enforce, time.perf_counter() - started)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model opened (a client passed in stays open)."""
+        client, self._client = self._client, None
+        if client is not None and self._given is None:
+            await client.close()
+
+    async def __aenter__(self) -> AnthropicModel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _connect(self) -> Any:
+        if self._client is not None:
+            return self._client
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise ModelError(
+                "AnthropicModel needs the anthropic SDK: pip install 'engine[anthropic]'",
+                provider=_PROVIDER,
+            ) from exc
+        if self._given is not None:
+            # The transport layer retries with the run's deadline in view.
+            self._client = self._given.with_options(max_retries=0)
+            return self._client
+        api_key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if api_key is None:
+            raise AuthenticationError(
+                "no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key=",
+                provider=_PROVIDER,
+            )
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+        )
+        return self._client
+
+    def _params(self, request: Request) -> dict[str, Any]:
+        system = "\n\n".join(m.text for m in request.messages if m.role == "system")
+        params: dict[str, Any] = {
+            "model": request.model or self.model,
+            "max_tokens": request.max_tokens or self.max_tokens,
+            "messages": messages(request.messages),
+        }
+        if system:
+            params["system"] = system
+        tools = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools or ()
+        ]
+        if request.enforce is not None:
+            # The pick is the input of one forced tool call; no other tool can run then.
+            tools = [_pick_tool(request.enforce)]
+            params["tool_choice"] = {"type": "tool", "name": request.enforce.name}
+        if tools:
+            params["tools"] = tools
+        return params
+
+
+def _pick_tool(enforce: PickSchema) -> dict[str, Any]:
+    return {
+        "name": enforce.name,
+        "description": "Record your decision: pick exactly one of the offered options.",
+        "input_schema": enforce.json_schema,
+    }
+
+
+def messages(conversation: list[Message]) -> list[dict[str, Any]]:
+    """Translate a conversation into Anthropic's alternating user and assistant turns.
+
+    System messages go to the request's ``system`` field; tool results become
+    ``tool_result`` blocks of a user turn; consecutive turns of one role are merged.
+    """
+    out: list[dict[str, Any]] = []
+    for message in conversation:
+        if message.role == "system":
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [
+            {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.text}
+        ]
+    blocks = [_part(b) for b in message.content if not (isinstance(b, TextBlock) and not b.text)]
+    blocks.extend(
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c.arguments)}
+        for c in message.tool_calls
+    )
+    return blocks
+
+
+def _part(block: TextBlock | ImageBlock) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if block.url:
+        return {"type": "image", "source": {"type": "url", "url": block.url}}
+    media_type = block.media_type or "image/png"
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": media_type, "data": block.data},
+    }
+
+
+def _input(arguments: dict[str, Any] | str) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _response(message: Any, enforce: PickSchema | None, latency: float) -> Response:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in getattr(message, "content", None) or ():
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            texts.append(block.text)
+        elif kind == "tool_use":
+            if enforce is not None and block.name == enforce.name:
+                # The forced pick: hand it to the decision core as the reply's text.
+                texts.append(unwrap_pick(block.input, enforce) or json.dumps(block.input))
+            else:
+                calls.append(ToolCall(id=block.id, name=block.name, arguments=block.input))
+    usage = getattr(message, "usage", None)
+    return Response(
+        text="".join(texts),
+        tool_calls=calls,
+        finish_reason=getattr(message, "stop_reason", None),
+        usage=Usage(
+            input_tokens=getattr(usage, "input_tokens", 0) or 0,
+            output_tokens=getattr(usage, "output_tokens", 0) or 0,
+        ),
+        model=getattr(message, "model", None),
+        latency_s=latency,
+    )
+
+
+def _translate(exc: Exception) -> ModelError | None:
+    """Return our error for an ``anthropic`` SDK exception, ``None`` for anything else."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ModelTimeoutError("anthropic did not answer in time", provider=_PROVIDER)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return _Unavailable(f"could not reach anthropic: {short(str(exc))}", provider=_PROVIDER)
+    if isinstance(exc, anthropic.APIStatusError):
+        return error_for_status(
+            exc.status_code, exc.message, exc.response.headers, provider=_PROVIDER
+        )
+    if isinstance(exc, anthropic.AnthropicError):
+        return ModelError(f"anthropic call failed: {short(str(exc))}", provider=_PROVIDER)
+    return None

@@ -1,0 +1,122 @@
+"""What the provider adapters share: HTTP failures as our errors, and enforced picks unwrapped.
+
+Both official SDKs raise a status error carrying the HTTP status and the response headers,
+a connection error, and a timeout error. :func:`error_for_status` maps a status to our error
+tree once, so the adapters agree on what is retryable.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from engine._errors import (
+    AuthenticationError,
+    BadRequestError,
+    ModelError,
+    ModelTimeoutError,
+    ProviderUnavailableError,
+    RateLimitError,
+)
+from engine.models._types import PickSchema
+
+__all__ = ["error_for_status", "parse_retry_after", "short", "unwrap_pick"]
+
+_MESSAGE_CHARS = 300
+# Statuses a second attempt may fix besides 429 and 5xx: a request timeout, and a conflict
+# (both official SDKs retry these themselves when their own retries are on).
+_RETRYABLE = frozenset({408, 409})
+
+
+def error_for_status(
+    status: int, detail: str, headers: Mapping[str, str] | None, *, provider: str
+) -> ModelError:
+    """Return our error for an HTTP failure status of ``provider``."""
+    detail = short(detail)
+    if status == 429:
+        retry_after = parse_retry_after(headers)
+        wait = f"; retry after {retry_after:g}s" if retry_after is not None else ""
+        return RateLimitError(
+            f"{provider} rate limited the call (429){wait}: {detail}",
+            retry_after=retry_after,
+            provider=provider,
+        )
+    if status in (401, 403):
+        return AuthenticationError(
+            f"{provider} refused the credentials ({status}): {detail}; check the API key",
+            provider=provider,
+        )
+    if status == 408:
+        return ModelTimeoutError(
+            f"{provider} timed out the request (408): {detail}", provider=provider
+        )
+    if status >= 500 or status in _RETRYABLE:
+        return ProviderUnavailableError(
+            f"{provider} failed on its side ({status}): {detail}", provider=provider
+        )
+    return BadRequestError(
+        f"{provider} rejected the request ({status}): {detail}; fix the request, retrying "
+        "it cannot help",
+        provider=provider,
+    )
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Read the wait a 429 asks for, in seconds, from ``retry-after-ms`` or ``retry-after``.
+
+    ``retry-after`` may be seconds or an HTTP date; anything unreadable is ``None``.
+    """
+    if not headers:
+        return None
+    millis = _number(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _number(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def short(text: str) -> str:
+    """Cut a provider's message to a bounded length for our error messages."""
+    text = " ".join(text.split())
+    return text if len(text) <= _MESSAGE_CHARS else text[: _MESSAGE_CHARS - 1] + "…"
+
+
+def unwrap_pick(value: object, enforce: PickSchema) -> str | None:
+    """Return the pick inside an enforced reply as JSON text, or ``None`` when it has none.
+
+    ``value`` is the decoded reply (a dict) or its JSON text. A reply that is not the
+    expected wrapper is left for the caller to pass on as it came, so a malformed or
+    truncated reply fails in the decision core like any other.
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, dict) or enforce.key not in value:
+        return None
+    pick: Any = value[enforce.key]
+    return json.dumps(pick, ensure_ascii=False)
