@@ -1,0 +1,300 @@
+"""The routing graph: the decisions of many runs of one flow, aggregated and drawn as Mermaid.
+
+A *decision point* is one decision of the flow's code, named by its trace key with the run
+root dropped and branch indices folded (``route_ticket:0/gather:0/*/check_line_item:0/
+decision:0``), so the same decision in every run and every branch of an ``engine.map`` is
+one point. For each point the graph counts visits, the options offered and picked, the
+attempts each pick took, and the decisions that failed (``DecisionError``) with their
+failure kinds. An outcome leads to the next decision the run took after it, or to the
+run's final status.
+
+Built from stored traces (:meth:`Engine.trace`), so it needs no journal and no live run.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine._graph_mermaid import DECISION_ERROR, render
+from engine.store import Store
+
+__all__ = ["DecisionPoint", "OptionStats", "RoutingGraph"]
+
+_GENERATION = re.compile(r"@\d+$")
+
+
+@dataclass(slots=True)
+class OptionStats:
+    """How one option of a decision point fared: offered, picked, attempts per pick."""
+
+    name: str
+    offered: int = 0
+    picked: int = 0
+    attempts: list[int] = field(default_factory=list)
+
+    @property
+    def median_attempts(self) -> float | None:
+        """The median number of attempts the picks of this option took (``None`` if unpicked)."""
+        return statistics.median(self.attempts) if self.attempts else None
+
+    @property
+    def repicked(self) -> int:
+        """How many picks of this option needed a re-pick (more than one attempt)."""
+        return sum(1 for a in self.attempts if a > 1)
+
+    @property
+    def by_human(self) -> int:
+        """How many picks of this option were a person's (``resume(pick=...)``)."""
+        return sum(1 for a in self.attempts if a == 0)
+
+
+@dataclass(slots=True)
+class DecisionPoint:
+    """One decision of the flow's code, aggregated over every visit of every run."""
+
+    key: str
+    frame: str
+    index: int
+    label: str = ""
+    visits: int = 0
+    options: dict[str, OptionStats] = field(default_factory=dict)
+    errors: int = 0
+    error_kinds: Counter[str] = field(default_factory=Counter)
+    error_attempts: list[int] = field(default_factory=list)
+    other: Counter[str] = field(default_factory=Counter)
+    #: (outcome, next decision point key or ``end:<status>``) -> count.
+    next: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    @property
+    def error_rate(self) -> float:
+        """The share of visits that ended in a ``DecisionError``."""
+        return self.errors / self.visits if self.visits else 0.0
+
+    def option(self, name: str) -> OptionStats:
+        """Return the stats of one option, creating them on first sight."""
+        stats = self.options.get(name)
+        if stats is None:
+            stats = self.options[name] = OptionStats(name)
+        return stats
+
+
+@dataclass(slots=True)
+class _Visit:
+    """One decision node of one trace, with what the graph needs from it.
+
+    ``branches`` lists the concurrent branches the decision ran in, outermost first, each as
+    ``(group node id, branch node id)``.
+    """
+
+    id: int
+    point: str
+    outcome: str
+    branches: tuple[tuple[int, int], ...]
+
+    def new_branches(self, other: _Visit) -> list[tuple[int, int]]:
+        """The branches of this visit that ``other`` did not run in, outermost first."""
+        mine = {b for _, b in other.branches}
+        return [(g, b) for g, b in self.branches if b not in mine]
+
+
+class RoutingGraph:
+    """Decision points and the routes between them, aggregated over many runs.
+
+    Build one with :meth:`add` (a stored trace and its run's status) or
+    :meth:`from_store`, then read :attr:`points`, :meth:`to_dict` or :meth:`to_mermaid`.
+    """
+
+    def __init__(self, flow: str | None = None) -> None:
+        self.flow = flow
+        self.runs = 0
+        self.statuses: Counter[str] = Counter()
+        self.points: dict[str, DecisionPoint] = {}
+        self.starts: Counter[str] = Counter()
+
+    @classmethod
+    async def from_store(
+        cls, store: Store, flow: str | None = None, *, limit: int | None = None
+    ) -> RoutingGraph:
+        """Aggregate the stored traces of every run of ``flow`` (of every flow when ``None``)."""
+        graph = cls(flow)
+        for run in await store.list_runs(flow=flow, limit=limit):
+            trace = await store.load_trace(run.run_id)
+            if trace is not None:
+                graph.add(trace, run.status)
+        return graph
+
+    def add(self, trace: Mapping[str, Any], status: str) -> None:
+        """Add one run's stored trace (``Trace.to_dict()``) that ended in ``status``."""
+        nodes: Sequence[Mapping[str, Any]] = trace.get("nodes", [])
+        self.runs += 1
+        self.statuses[status] += 1
+        visits = [self._visit(n, nodes) for n in nodes if n.get("kind") == "decision"]
+        visits.sort(key=lambda v: v.id)
+        reached: set[int] = set()
+        for i, visit in enumerate(visits):
+            after = _successors(visit, visits[i + 1 :])
+            reached.update(v.id for v in after)
+            point = self.points[visit.point]
+            for target in [v.point for v in after] or [f"end:{status}"]:
+                point.next[(visit.outcome, target)] += 1
+        for visit in visits:
+            if visit.id not in reached:
+                self.starts[visit.point] += 1
+        if not visits:
+            self.starts[f"end:{status}"] += 1
+
+    def _visit(self, node: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> _Visit:
+        by_id = {n["id"]: n for n in nodes}
+        chain = _ancestors(node, by_id)
+        key = _point_key(node, chain)
+        point = self.points.get(key)
+        if point is None:
+            frame = next((a["name"] for a in chain if a.get("kind") == "frame"), "flow")
+            index = int(_segment(node).rpartition(":")[2] or 0)
+            point = self.points[key] = DecisionPoint(key=key, frame=frame, index=index)
+        outcome = _record(point, node)
+        branches = tuple(
+            (a["parent_id"], a["id"]) for a in reversed(chain) if _is_branch_index(a, by_id)
+        )
+        return _Visit(node["id"], key, outcome, branches)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def labels(self) -> dict[str, str]:
+        """Return a short, unique, readable label per decision point."""
+        per_frame = Counter(p.frame for p in self.points.values())
+        labels: dict[str, str] = {}
+        for key, point in self.points.items():
+            label = point.frame if per_frame[point.frame] == 1 else f"{point.frame} #{point.index}"
+            while label in labels.values():
+                label += "'"
+            labels[key] = label
+        return labels
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the graph as JSON-ready data."""
+        labels = self.labels()
+        return {
+            "flow": self.flow,
+            "runs": self.runs,
+            "statuses": dict(self.statuses),
+            "starts": dict(self.starts),
+            "points": [_point_dict(p, labels[k]) for k, p in self.points.items()],
+        }
+
+    def to_mermaid(self, *, direction: str = "TD") -> str:
+        """Return the graph as a Mermaid flowchart."""
+        return render(self, direction=direction)
+
+
+def _ancestors(
+    node: Mapping[str, Any], by_id: Mapping[int, Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    chain = []
+    parent = by_id.get(node.get("parent_id"))  # type: ignore[arg-type]
+    while parent is not None:
+        chain.append(parent)
+        parent = by_id.get(parent.get("parent_id"))  # type: ignore[arg-type]
+    return chain
+
+
+def _segment(node: Mapping[str, Any]) -> str:
+    return _GENERATION.sub("", str(node.get("key", "")).rpartition("/")[2])
+
+
+def _is_branch_index(node: Mapping[str, Any], by_id: Mapping[int, Mapping[str, Any]]) -> bool:
+    parent = by_id.get(node.get("parent_id"))  # type: ignore[arg-type]
+    return node.get("kind") == "branch" and parent is not None and parent.get("kind") == "branch"
+
+
+def _point_key(node: Mapping[str, Any], chain: Sequence[Mapping[str, Any]]) -> str:
+    by_id = {a["id"]: a for a in chain}
+    # The run root is dropped (it names the run, not the code); branch indices fold into *.
+    segments = [
+        "*" if _is_branch_index(a, by_id) else _segment(a)
+        for a in reversed(chain)
+        if a.get("parent_id") is not None
+    ]
+    return "/".join([*segments, _segment(node)])
+
+
+def _record(point: DecisionPoint, node: Mapping[str, Any]) -> str:
+    """Count one visit on its point and return its outcome: an option, or how it failed."""
+    data: Mapping[str, Any] = node.get("data", {})
+    point.visits += 1
+    for name in data.get("options", []):
+        point.option(name).offered += 1
+    attempts = int(data.get("attempts", 1))
+    pick = data.get("pick")
+    if node.get("status") == "ok" and isinstance(pick, str):
+        stats = point.option(pick)
+        stats.picked += 1
+        stats.attempts.append(attempts)
+        return pick
+    error = str(data.get("error", node.get("status", "unfinished")))
+    if error == DECISION_ERROR:
+        point.errors += 1
+        point.error_attempts.append(attempts)
+        failures = data.get("failures") or []
+        point.error_kinds[str(failures[-1]) if failures else "unknown"] += 1
+        return DECISION_ERROR
+    point.other[error] += 1
+    return error
+
+
+def _follows(later: _Visit, earlier: _Visit) -> bool:
+    """Whether ``later`` can be the decision a run took after ``earlier``.
+
+    Not when ``later`` sits in a concurrent branch that was already open when ``earlier``
+    ran (a sibling branch): every branch of ``later`` that ``earlier`` is not in must have
+    been opened after it (under it, or by a later fan-out).
+    """
+    return all(b > earlier.id for _, b in later.new_branches(earlier))
+
+
+def _successors(visit: _Visit, later: Sequence[_Visit]) -> list[_Visit]:
+    """Return the decisions a run took right after ``visit``: one, or one per fanned-out branch."""
+    candidates = [v for v in later if _follows(v, visit)]
+    if not candidates:
+        return []
+    fanned = candidates[0].new_branches(visit)
+    if not fanned:
+        return candidates[:1]
+    group = fanned[0][0]
+    firsts: dict[int, _Visit] = {}
+    for v in candidates:
+        new = v.new_branches(visit)
+        if new and new[0][0] == group:
+            firsts.setdefault(new[0][1], v)
+    return list(firsts.values())
+
+
+def _point_dict(point: DecisionPoint, label: str) -> dict[str, Any]:
+    return {
+        "key": point.key,
+        "label": label,
+        "visits": point.visits,
+        "decision_errors": point.errors,
+        "error_rate": point.error_rate,
+        "error_kinds": dict(point.error_kinds),
+        "other_outcomes": dict(point.other),
+        "options": [
+            {
+                "name": o.name,
+                "offered": o.offered,
+                "picked": o.picked,
+                "median_attempts": o.median_attempts,
+                "repicked": o.repicked,
+                "by_human": o.by_human,
+            }
+            for o in point.options.values()
+        ],
+        "next": [
+            {"outcome": outcome, "to": to, "count": n} for (outcome, to), n in point.next.items()
+        ],
+    }

@@ -1,0 +1,102 @@
+"""Draw a :class:`~engine._graph.RoutingGraph` as a Mermaid flowchart.
+
+Decision points are hexagons, options rounded boxes, final run statuses stadiums. An edge
+from a decision to an option reads ``picks · share of visits · median attempts``; a
+dotted edge leads to the options offered but never picked and to the decision's
+``DecisionError`` node, whose label gives the failure kinds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine._graph import DecisionPoint, OptionStats, RoutingGraph
+
+__all__ = ["DECISION_ERROR", "render"]
+
+DECISION_ERROR = "DecisionError"
+_END = "end:"
+_STYLES = (
+    "    classDef decision fill:#eef4ff,stroke:#3867d6",
+    "    classDef unpicked fill:#f6f6f6,stroke:#aaa,color:#888,stroke-dasharray:4 3",
+    "    classDef failure fill:#fdecea,stroke:#c0392b,color:#c0392b",
+    "    classDef done fill:#eafaf1,stroke:#27ae60",
+    "    classDef stopped fill:#fef5e7,stroke:#e67e22",
+)
+
+
+def render(graph: RoutingGraph, *, direction: str = "TD") -> str:
+    """Return the Mermaid flowchart of ``graph`` (one text block ending with a newline)."""
+    ids = {key: f"p{i}" for i, key in enumerate(graph.points)}
+    labels = graph.labels()
+    ends = sorted(graph.statuses)
+    lines = [
+        f"%% routing graph of {graph.flow or 'every flow'} over {graph.runs} run(s)",
+        f"flowchart {direction}",
+        f'    start(["{_text(f"start · {graph.runs} runs")}"])',
+    ]
+    for key, point in graph.points.items():
+        lines.extend(_point(point, ids[key], labels[key], ids))
+    for target, count in graph.starts.items():
+        lines.append(f"    start -->|{count}| {_target(target, ids)}")
+    for status in ends:
+        shape = f'(["{_text(f"{status} · {graph.statuses[status]}")}"])'
+        css = "done" if status == "completed" else "stopped"
+        lines.append(f"    end_{status}{shape}:::{css}")
+    lines.extend(_STYLES)
+    return "\n".join(lines) + "\n"
+
+
+def _point(point: DecisionPoint, pid: str, label: str, ids: dict[str, str]) -> list[str]:
+    head = f"{label}<br/>{point.visits} visit(s)"
+    lines = [f'    {pid}{{{{"{_text(head)}"}}}}:::decision']
+    outcomes: dict[str, str] = {}
+    for i, stats in enumerate(point.options.values()):
+        oid = f"{pid}_o{i}"
+        outcomes[stats.name] = oid
+        if stats.picked:
+            lines.append(f'    {oid}("{_text(stats.name)}")')
+            lines.append(f'    {pid} -->|"{_text(_pick_label(stats, point.visits))}"| {oid}')
+        else:
+            lines.append(f'    {oid}("{_text(stats.name)}"):::unpicked')
+            lines.append(f'    {pid} -.->|"0 of {stats.offered}"| {oid}')
+    if point.errors:
+        eid = outcomes[DECISION_ERROR] = f"{pid}_err"
+        kinds = ", ".join(f"{k} {n}" for k, n in point.error_kinds.most_common())
+        lines.append(f'    {eid}[["{_text(f"{DECISION_ERROR}<br/>{kinds}")}"]]:::failure')
+        share = f"{point.errors} · {point.error_rate:.1%}"
+        lines.append(f'    {pid} -.->|"{_text(share)}"| {eid}')
+    for i, (name, count) in enumerate(point.other.most_common()):
+        xid = outcomes[name] = f"{pid}_x{i}"
+        lines.append(f'    {xid}["{_text(name)}"]:::failure')
+        lines.append(f"    {pid} -.->|{count}| {xid}")
+    for (outcome, target), count in point.next.items():
+        source = outcomes.get(outcome)
+        if source is not None:
+            arrow = "-->" if outcome in point.options else "-.->"
+            lines.append(f"    {source} {arrow}|{count}| {_target(target, ids)}")
+    return lines
+
+
+def _pick_label(stats: OptionStats, visits: int) -> str:
+    parts = [f"{stats.picked} · {stats.picked / visits:.0%}" if visits else str(stats.picked)]
+    median = stats.median_attempts
+    if median is not None:
+        parts.append(f"{median:g} att")
+    if stats.repicked:
+        parts.append(f"{stats.repicked} re-picked")
+    if stats.by_human:
+        parts.append(f"{stats.by_human} by hand")
+    return " · ".join(parts)
+
+
+def _target(target: str, ids: dict[str, str]) -> str:
+    if target.startswith(_END):
+        return f"end_{target[len(_END) :]}"
+    return ids[target]
+
+
+def _text(text: str) -> str:
+    """Escape a label for Mermaid's quoted strings."""
+    return text.replace('"', "#quot;").replace("\n", "<br/>")

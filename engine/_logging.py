@@ -1,0 +1,164 @@
+"""Logging, configured in one place: readable on a terminal, JSON lines elsewhere, no secrets.
+
+The engine logs through structlog, gated by the standard ``engine`` logger's level so a
+library stays quiet by default. :func:`configure_logging` sets both up for a process (the
+command line calls it once). Every event carries the run id, the trace node and the
+attempt of the task that logged it, read from the engine's context variables, so
+concurrent runs never mix their context. Anything that looks like a secret is masked
+before an event is rendered: values of keys named like credentials, values of
+secret-looking environment variables wherever they appear, and API-key and bearer-token
+shapes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+from collections.abc import Iterable, MutableMapping
+from typing import Any, Literal, TextIO
+
+import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+from engine._context import current_node, current_run_id
+
+__all__ = ["LogLevel", "add_engine_context", "configure_logging", "redact_secrets"]
+
+LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+
+MASK = "***"
+_SECRET_KEY = re.compile(
+    r"(api[_-]?key|secret|password|passwd|authorization|credentials?|bearer|(^|_)token)$", re.I
+)
+_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.I)
+# Shapes of provider keys and bearer tokens, masked even when no variable names them.
+_SECRET_SHAPES = re.compile(
+    r"\b(sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}|Bearer\s+[A-Za-z0-9._\-]{16,})"
+)
+# Environment values shorter than this are too likely to be ordinary words to mask.
+_MIN_SECRET_LEN = 8
+
+
+def env_secrets(environ: MutableMapping[str, str] | None = None) -> list[str]:
+    """Return the values of secret-looking environment variables, longest first."""
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if _SECRET_ENV.search(k) and len(v) >= _MIN_SECRET_LEN}
+    return sorted(values, key=len, reverse=True)
+
+
+def _mask(value: object, secrets: Iterable[str]) -> object:
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, MASK)
+        return _SECRET_SHAPES.sub(MASK, value)
+    if isinstance(value, dict):
+        return {k: MASK if _is_secret_key(k) else _mask(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_mask(v, secrets) for v in value]
+    return value
+
+
+def _is_secret_key(key: object) -> bool:
+    return isinstance(key, str) and bool(_SECRET_KEY.search(key))
+
+
+def redact_secrets(logger: WrappedLogger, method: str, event: EventDict) -> EventDict:
+    """Mask secrets in an event: credential-named keys, secret env values, key shapes."""
+    # Read the environment at every event: a key set after logging was configured must
+    # still never reach a log.
+    secrets = env_secrets()
+    for key, value in list(event.items()):
+        event[key] = MASK if _is_secret_key(key) else _mask(value, secrets)
+    return event
+
+
+def add_engine_context(logger: WrappedLogger, method: str, event: EventDict) -> EventDict:
+    """Add the run id, trace node and attempt of the task that logs the event."""
+    run_id = current_run_id.get()
+    if run_id is not None:
+        event.setdefault("run_id", run_id)
+    node = current_node.get()
+    if node is not None:
+        event.setdefault("node", node.key)
+        attempt = node.data.get("attempt")
+        if attempt is not None:
+            event.setdefault("attempt", attempt)
+    return event
+
+
+class _StderrLogger:
+    """Write rendered lines to whatever ``sys.stderr`` is at the time of the write.
+
+    Resolved per write, not captured once, so a live progress display (which swaps
+    ``sys.stderr`` for a proxy that prints above the bar) and test capture both see logs.
+    """
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+
+    def msg(self, message: str) -> None:
+        """Write one rendered event as a line."""
+        stream = self._stream or sys.stderr
+        stream.write(message + "\n")
+        stream.flush()
+
+    debug = info = warning = warn = error = critical = exception = log = msg
+
+
+def configure_logging(
+    level: LogLevel | str = "warning",
+    *,
+    json: bool | None = None,
+    stream: TextIO | None = None,
+) -> None:
+    """Configure structlog for this process: level, renderer, context and redaction.
+
+    Args:
+        level: The lowest level written (``debug``, ``info``, ``warning``, ``error``).
+        json: JSON lines when true, the coloured console format when false; by default
+            the console format on a terminal and JSON lines otherwise.
+        stream: Where lines go (``sys.stderr`` at the time of each write by default).
+
+    Raises:
+        ValueError: ``level`` is not a level name.
+    """
+    number = logging.getLevelNamesMapping().get(str(level).upper())
+    if number is None:
+        raise ValueError(f"log level {level!r} is not one of debug, info, warning, error, critical")
+    target = stream if stream is not None else sys.stderr
+    if json is None:
+        json = not _isatty(target)
+    renderer: Processor = (
+        structlog.processors.JSONRenderer()
+        if json
+        else structlog.dev.ConsoleRenderer(colors=_isatty(target))
+    )
+    processors: list[Processor] = [
+        structlog.contextvars.merge_contextvars,
+        add_engine_context,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+        structlog.processors.format_exc_info,
+        redact_secrets,
+        renderer,
+    ]
+    # The engine's events first ask the standard ``engine`` logger whether their level is on
+    # (so a library stays quiet by default); open that gate at the configured level.
+    logging.getLogger("engine").setLevel(number)
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(number),
+        logger_factory=lambda *args: _StderrLogger(stream),
+        cache_logger_on_first_use=False,
+    )
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

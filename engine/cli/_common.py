@@ -1,0 +1,64 @@
+"""What every command shares: the consoles, failing with a fix, and running async bodies."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import NoReturn, TypeVar
+
+import anyio
+import typer
+from rich.console import Console
+from rich.text import Text
+
+__all__ = [
+    "DEFAULT_STORE",
+    "CliError",
+    "abort",
+    "err",
+    "fail",
+    "out",
+    "run_async",
+    "store_option",
+]
+
+T = TypeVar("T")
+
+#: The store every command uses unless ``--store`` or ``ENGINE_STORE`` names another.
+DEFAULT_STORE = "sqlite:///engine.db"
+
+#: Results (tables, trees, Mermaid) go to stdout; progress, notes and errors to stderr.
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+
+class CliError(Exception):
+    """A problem the user can fix: printed as one ``error:`` line, exit status 2."""
+
+    def __init__(self, message: str, *, code: int = 2) -> None:
+        self.code = code
+        super().__init__(message)
+
+
+def fail(message: str, *, code: int = 2) -> NoReturn:
+    """Stop the command with ``message`` (what went wrong and how to fix it)."""
+    raise CliError(message, code=code)
+
+
+def abort(message: str, *, code: int = 2) -> NoReturn:
+    """Print ``error: message`` on stderr and exit with ``code``."""
+    err.print(Text.assemble(("error: ", "bold red"), message))
+    raise typer.Exit(code)
+
+
+def run_async(body: Callable[[], Awaitable[T]]) -> T:
+    """Run an async command body; a :class:`CliError` becomes a message and an exit status."""
+    try:
+        return anyio.run(body)
+    except CliError as exc:
+        abort(str(exc), code=exc.code)
+
+
+def store_option() -> str:
+    """Return the default store URL: ``ENGINE_STORE`` when set, else an SQLite file here."""
+    return os.environ.get("ENGINE_STORE") or DEFAULT_STORE

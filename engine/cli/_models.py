@@ -1,0 +1,103 @@
+"""Pick the model a command runs with: ``--model``, else a provider key, else SimulatedModel.
+
+``--model`` takes what :func:`engine.models.model_from_string` takes (``openai:gpt-4o-mini``,
+``anthropic:claude-sonnet-4-5``, ``openai:<model>@<base_url>``) and, for the offline model,
+``simulated`` with options: ``simulated:seed=7,faults=0.1,latency=0.01-0.05`` (``faults``
+spreads one rate over the three reply faults; any fault of
+:class:`~engine.models.Faults` may be named on its own, as in ``no_json=0.05``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.cli._common import fail
+from engine.models import Model
+
+__all__ = ["ChosenModel", "choose_model", "simulated_model"]
+
+#: Provider keys looked for when no ``--model`` is given, with the model each one selects.
+DEFAULTS: dict[str, str] = {
+    "OPENAI_API_KEY": "openai:gpt-4o-mini",
+    "ANTHROPIC_API_KEY": "anthropic:claude-3-5-haiku-latest",
+}
+_REPLY_FAULTS = ("no_json", "unknown_option", "wrong_types")
+_FAULTS = (*_REPLY_FAULTS, "truncated", "rate_limit", "server_error", "timeout", "retry_after")
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenModel:
+    """The model a command uses, and a note to show when the user did not choose it."""
+
+    model: Model
+    spec: str
+    note: str | None = None
+
+
+def choose_model(spec: str | None, environ: Mapping[str, str] | None = None) -> ChosenModel:
+    """Return the model ``--model`` names, or the default for this environment."""
+    env = os.environ if environ is None else environ
+    if spec:
+        return ChosenModel(_from_spec(spec), spec)
+    for key, default in DEFAULTS.items():
+        if env.get(key):
+            note = f"no --model given: using {default} because {key} is set"
+            return ChosenModel(_from_spec(default), default, note)
+    note = (
+        "no --model given and no provider key (OPENAI_API_KEY, ANTHROPIC_API_KEY) set: using "
+        "SimulatedModel, an offline stand-in that picks valid options at random; pass "
+        "--model to use a real model"
+    )
+    return ChosenModel(simulated_model(""), "simulated", note)
+
+
+def _from_spec(spec: str) -> Model:
+    name, _, options = spec.strip().partition(":")
+    if name == "simulated":
+        return simulated_model(options)
+    from engine.models import model_from_string
+
+    try:
+        return model_from_string(spec)
+    except (ValueError, TypeError, ImportError) as exc:
+        fail(f"--model {spec!r}: {exc}")
+
+
+def simulated_model(options: str) -> Model:
+    """Build a SimulatedModel from ``seed=7,faults=0.1,latency=0.01-0.05`` (or a bare seed)."""
+    from engine.models import SimulatedModel
+
+    kwargs: dict[str, Any] = {}
+    faults: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in options.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            key, value = "seed", key
+        try:
+            _apply(key.strip(), value.strip(), kwargs, faults)
+        except ValueError as exc:
+            fail(f"--model simulated:{options}: {exc}")
+    try:
+        return SimulatedModel(faults=faults, **kwargs)
+    except (ValueError, TypeError) as exc:
+        fail(f"--model simulated:{options}: {exc}")
+
+
+def _apply(key: str, value: str, kwargs: dict[str, Any], faults: dict[str, float]) -> None:
+    if key == "seed":
+        kwargs["seed"] = int(value)
+    elif key == "latency":
+        low, sep, high = value.partition("-")
+        kwargs["latency"] = (float(low), float(high)) if sep else float(low)
+    elif key == "faults":
+        for name in _REPLY_FAULTS:
+            faults.setdefault(name, float(value) / len(_REPLY_FAULTS))
+    elif key in _FAULTS:
+        faults[key] = float(value)
+    else:
+        raise ValueError(
+            f"unknown option {key!r}; use seed, latency, faults or one of {', '.join(_FAULTS)}"
+        )

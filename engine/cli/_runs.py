@@ -1,0 +1,114 @@
+"""``engine runs`` lists stored runs; ``engine prune`` deletes finished ones."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from typing import Annotated, get_args
+
+import typer
+from rich.table import Table
+
+from engine.cli._common import DEFAULT_STORE, abort, out, run_async
+from engine.cli._inputs import flow_name
+from engine.cli._run import StoreOpt
+from engine.cli._show import status_text
+from engine.cli._stores import open_store
+from engine.store import RunStatus
+
+__all__ = ["parse_age", "prune", "runs"]
+
+_STATUSES: tuple[str, ...] = get_args(RunStatus)
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+
+
+def runs(
+    status: Annotated[
+        str | None, typer.Option("--status", help=f"Only runs in this status: {_STATUSES}.")
+    ] = None,
+    flow: Annotated[str | None, typer.Option("--flow", help="Only runs of this flow.")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Show at most this many, newest.")] = 50,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the runs as JSON lines.")] = False,
+) -> None:
+    """List stored runs, newest last, with their status and what they cost."""
+    if status is not None and status not in _STATUSES:
+        abort(f"--status {status!r} is not a run status; use one of {', '.join(_STATUSES)}")
+
+    async def body() -> None:
+        name = flow_name(flow) if flow else None
+        async with open_store(store) as opened:
+            found = await opened.list_runs(status=status, flow=name)  # type: ignore[arg-type]
+        if as_json:
+            for run in found[-limit:]:
+                out.print(json.dumps(run.model_dump(mode="json"), default=str), soft_wrap=True)
+            return
+        table = Table(show_edge=False)
+        for column in ("run id", "flow", "status", "steps", "calls", "tokens", "age", "stopped by"):
+            table.add_column(column, justify="right" if column in _NUMERIC else "left")
+        now = time.time()
+        for run in found[-limit:]:
+            table.add_row(
+                run.run_id,
+                run.flow.rpartition(":")[2],
+                status_text(run.status),
+                str(run.transitions),
+                str(run.model_calls),
+                str(run.usage.total_tokens),
+                _age(now - run.created_at),
+                run.error.kind if run.error else "",
+            )
+        out.print(table)
+        counts = Counter(r.status for r in found)
+        shown = f"showing the newest {limit} of " if len(found) > limit else ""
+        totals = ", ".join(f"{n} {s}" for s, n in counts.most_common())
+        out.print(f"{shown}{len(found)} run(s): {totals or 'none'}")
+
+    run_async(body)
+
+
+_NUMERIC = frozenset({"steps", "calls", "tokens", "age"})
+
+
+def prune(
+    older_than: Annotated[
+        str | None,
+        typer.Option(help="Delete finished runs older than this: 3600, 90m, 12h, 7d, 2w."),
+    ] = None,
+    keep_last: Annotated[
+        int | None, typer.Option(min=0, help="Keep only the newest N finished runs.")
+    ] = None,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Delete finished runs (completed, failed, cancelled) with their journals and traces.
+
+    Suspended runs are kept: they wait for a decision.
+    """
+    if older_than is None and keep_last is None:
+        abort("say what to prune: --older-than AGE, --keep-last N, or both")
+    seconds = parse_age(older_than) if older_than is not None else None
+
+    async def body() -> None:
+        async with open_store(store) as opened:
+            deleted = await opened.prune(older_than_s=seconds, keep_last=keep_last)
+        out.print(f"deleted {deleted} finished run(s)")
+
+    run_async(body)
+
+
+def parse_age(text: str) -> float:
+    """Return the seconds in an age such as ``3600``, ``90m``, ``12h``, ``7d`` or ``2w``."""
+    match = _AGE.match(text)
+    if match is None:
+        abort(f"--older-than {text!r}: write a number of seconds or 90m, 12h, 7d, 2w")
+    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"

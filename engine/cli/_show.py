@@ -1,0 +1,137 @@
+"""``engine show RUN_ID``: one run, its outcome and its stored trace as a tree."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from engine._trace_view import TraceLine, trace_lines
+from engine.cli._common import DEFAULT_STORE, out, run_async
+from engine.cli._run import StoreOpt
+from engine.cli._stores import find_run, open_store
+from engine.store import Run
+
+__all__ = ["run_panel", "show", "status_text"]
+
+STATUS_STYLE = {
+    "completed": "green",
+    "suspended": "yellow",
+    "failed": "red",
+    "cancelled": "magenta",
+    "running": "cyan",
+    "queued": "dim",
+}
+_KIND_STYLE = {"decision": "bold", "step": "blue", "tool_call": "blue", "run": "bold"}
+
+
+def show(
+    run_id: Annotated[str, typer.Argument(help="The run's id (or a unique start of it).")],
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the run and its trace as JSON.")
+    ] = False,
+) -> None:
+    """Show one run: its outcome, why it stopped, and its trace as a tree."""
+
+    async def body() -> None:
+        async with open_store(store) as opened:
+            run = await find_run(opened, run_id, store)
+            trace = await opened.load_trace(run.run_id)
+        if as_json:
+            data = {"run": run.model_dump(mode="json"), "trace": trace}
+            out.print_json(json.dumps(data, default=str))
+            return
+        out.print(run_panel(run))
+        if trace is None:
+            out.print("[dim]no trace stored for this run yet[/]")
+            return
+        out.print(trace_tree(trace_lines(trace), run))
+
+    run_async(body)
+
+
+def status_text(status: str) -> Text:
+    """Return a run status, coloured."""
+    return Text(status, style=STATUS_STYLE.get(status, ""))
+
+
+def run_panel(run: Run) -> Panel:
+    """Return a run's summary: flow, status, counts, timings, and why it stopped."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim")
+    grid.add_column()
+    grid.add_row("flow", run.flow)
+    grid.add_row("status", status_text(run.status))
+    grid.add_row("created", _when(run.created_at))
+    if run.finished_at is not None:
+        took = run.finished_at - (run.started_at or run.created_at)
+        since = " since its first start" if run.resumes else ""
+        grid.add_row("finished", f"{_when(run.finished_at)} ({took:.2f} s{since})")
+    grid.add_row(
+        "work",
+        f"{run.transitions} transitions · {run.model_calls} model calls · "
+        f"{run.usage.input_tokens}+{run.usage.output_tokens} tokens · {run.resumes} resumes",
+    )
+    if run.error is not None:
+        _error_rows(grid, run)
+    elif run.result is not None:
+        grid.add_row("result", escape(_short(json.dumps(run.result, default=str), 400)))
+    return Panel(grid, title=f"run {run.run_id}", title_align="left")
+
+
+def _error_rows(grid: Table, run: Run) -> None:
+    error = run.error
+    assert error is not None
+    grid.add_row("stopped by", Text(error.kind, style="red"))
+    grid.add_row("where", error.where or "?")
+    grid.add_row("why", escape(_short(error.message, 500)))
+    if error.options:
+        grid.add_row("offered", ", ".join(error.options))
+    for i, reply in enumerate(error.replies or []):
+        grid.add_row(f"reply {i + 1}", escape(_short(reply, 200)))
+    if run.status == "suspended" and error.options:
+        example = json.dumps({"call": error.options[0], "args": {}})
+        grid.add_row(
+            "resume",
+            escape(
+                f"engine resume {run.run_id} (ask again), --model SPEC (another model), "
+                f"or --pick '{example}' (decide by hand)"
+            ),
+        )
+    elif run.status in ("failed", "cancelled"):
+        grid.add_row("resume", f"engine resume {run.run_id}")
+
+
+def trace_tree(lines: list[TraceLine], run: Run) -> Tree:
+    """Return a stored trace's lines as a rich tree."""
+    root = Tree(Text(f"trace of {run.run_id}", style="bold"))
+    stack: list[Tree] = [root]
+    for line in lines:
+        del stack[line.depth + 1 :]
+        parent = stack[min(line.depth, len(stack) - 1)]
+        stack.append(parent.add(_styled(line)))
+    return root
+
+
+def _styled(line: TraceLine) -> Text:
+    style = "red" if line.failed else _KIND_STYLE.get(line.kind, "")
+    if "(replayed)" in line.text and not line.failed:
+        style = f"{style} dim".strip()
+    return Text(line.text, style=style)
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def _short(value: object, limit: int) -> str:
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,115 @@
+"""Open the store a ``--store`` URL names, or say clearly why it cannot be opened.
+
+Accepted: ``sqlite:///relative.db``, ``sqlite:////absolute.db``, a bare file path, and
+``memory://`` (runs kept in this process only). ``postgresql://`` needs the PostgreSQL
+store, which this build does not include yet.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import engine.store as stores
+from engine._errors import EngineError
+from engine.cli._common import fail
+from engine.store import MemoryStore, Run, SQLiteStore, Store
+
+__all__ = ["StoreURL", "find_run", "open_store", "parse_store_url"]
+
+_POSTGRES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreURL:
+    """A parsed ``--store`` value."""
+
+    kind: Literal["sqlite", "memory", "postgres"]
+    target: str
+    url: str
+
+
+def parse_store_url(url: str) -> StoreURL:
+    """Parse a ``--store`` value; an unknown scheme stops the command with the valid forms."""
+    if url.startswith("sqlite:///"):
+        return StoreURL("sqlite", url[len("sqlite:///") :], url)
+    if url in ("memory://", "memory:"):
+        return StoreURL("memory", "", url)
+    if url.startswith(_POSTGRES):
+        return StoreURL("postgres", url, url)
+    if "://" in url:
+        fail(
+            f"--store {url!r}: unknown kind of store; use sqlite:///path/to/file.db, a file "
+            "path, or memory://"
+        )
+    return StoreURL("sqlite", url, url)
+
+
+@asynccontextmanager
+async def open_store(url: str, *, create: bool = False) -> AsyncIterator[Store]:
+    """Open the store ``url`` names, check it answers, and close it afterwards.
+
+    Args:
+        url: A ``--store`` value.
+        create: Whether a missing SQLite file may be created (``engine run``); commands that
+            only read say that there is no store instead.
+    """
+    spec = parse_store_url(url)
+    store = _make(spec, create=create)
+    try:
+        await _check(store, spec)
+        yield store
+    finally:
+        await store.close()
+
+
+def _make(spec: StoreURL, *, create: bool) -> Store:
+    if spec.kind == "memory":
+        return MemoryStore()
+    if spec.kind == "postgres":
+        postgres = getattr(stores, "PostgresStore", None)
+        if postgres is None:
+            fail(
+                f"--store {spec.url!r}: this build has no PostgreSQL store yet; use an SQLite "
+                "file (sqlite:///engine.db) on one machine"
+            )
+        made: Store = postgres(spec.target)
+        return made
+    path = Path(spec.target).expanduser()
+    if not spec.target:
+        fail(f"--store {spec.url!r} names no file; write sqlite:///engine.db")
+    if path.is_dir():
+        fail(f"--store {spec.url!r} is a folder; name a file in it, such as {path / 'engine.db'}")
+    if not path.exists():
+        if not create:
+            fail(
+                f"no store at {path}: nothing has run with this store yet; start with "
+                "`engine run`, or point --store (or ENGINE_STORE) at an existing one"
+            )
+        if not path.parent.exists():
+            fail(f"cannot create the store {path}: the folder {path.parent} does not exist")
+    return SQLiteStore(path)
+
+
+async def _check(store: Store, spec: StoreURL) -> None:
+    try:
+        await store.list_runs(limit=1)
+    except (EngineError, sqlite3.Error, OSError) as exc:
+        fail(f"the store {spec.url!r} is unreachable: {exc}; check the path or URL and access")
+
+
+async def find_run(store: Store, run_id: str, url: str) -> Run:
+    """Return the run with this id, or the one run whose id starts with it."""
+    run = await store.get_run(run_id)
+    if run is not None:
+        return run
+    matches = [r for r in await store.list_runs() if r.run_id.startswith(run_id)] if run_id else []
+    if len(matches) > 1:
+        fail(f"{run_id!r} is the start of {len(matches)} run ids; give more of the id")
+    if not matches:
+        fail(f"no run {run_id!r} in {url}; list the stored runs with `engine runs`")
+    return matches[0]
