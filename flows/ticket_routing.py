@@ -234,7 +234,10 @@ async def classify(ticket: Ticket, runtime: Runtime | None = None) -> Category:
     return category
 
 
-async def check_line_item(item: LineItem, ticket: Ticket) -> ItemCheck:
+@agentic_function
+async def check_line_item(
+    item: LineItem, ticket: Ticket, runtime: Runtime | None = None
+) -> ItemCheck:
     """Pick a verdict for one line item of the ticket's order."""
     verdict: Verdict = await decision.make(
         f"{_describe(ticket)}\n\nLine item {item.sku}: {item.quantity} x {item.name}. "
