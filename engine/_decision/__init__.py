@@ -1,0 +1,1 @@
+"""The decision core: options, schemas, the menu, reply extraction and validation."""
