@@ -17,6 +17,7 @@ __all__ = [
     "abort",
     "err",
     "fail",
+    "note",
     "out",
     "run_async",
     "store_option",
@@ -47,7 +48,7 @@ def fail(message: str, *, code: int = 2) -> NoReturn:
 
 def abort(message: str, *, code: int = 2) -> NoReturn:
     """Print ``error: message`` on stderr and exit with ``code``."""
-    err.print(Text.assemble(("error: ", "bold red"), message))
+    err.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -57,6 +58,11 @@ def run_async(body: Callable[[], Awaitable[T]]) -> T:
         return anyio.run(body)
     except CliError as exc:
         abort(str(exc), code=exc.code)
+
+
+def note(message: str) -> None:
+    """Print ``note: message`` on stderr (something the user should know, not an error)."""
+    err.print(Text.assemble(("note: ", "yellow"), message), soft_wrap=True)
 
 
 def store_option() -> str:

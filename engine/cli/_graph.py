@@ -18,7 +18,7 @@ import typer
 from rich.table import Table
 
 from engine._graph import RoutingGraph
-from engine.cli._common import DEFAULT_STORE, err, fail, out, run_async
+from engine.cli._common import DEFAULT_STORE, err, fail, note, out, run_async
 from engine.cli._inputs import flow_name
 from engine.cli._run import StoreOpt
 from engine.cli._stores import open_store
@@ -100,10 +100,10 @@ def render_file(mermaid: str, output: Path) -> Path:
         source.write_text(mermaid, encoding="utf-8")
         mmdc = shutil.which("mmdc")
         if mmdc is None:
-            err.print(
-                f"[yellow]note:[/] no Mermaid renderer (mmdc) on PATH, so no {output.suffix} "
-                f"was drawn; wrote the Mermaid text to {source}. Install it with `npm install "
-                "-g @mermaid-js/mermaid-cli`, or paste the text into https://mermaid.live"
+            note(
+                f"no Mermaid renderer (mmdc) on PATH, so no {output.suffix} was drawn; wrote "
+                f"the Mermaid text to {source}. Install it with `npm install -g "
+                "@mermaid-js/mermaid-cli`, or paste the text into https://mermaid.live"
             )
             return source
         _run_mmdc(mmdc, source, output)

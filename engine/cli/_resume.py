@@ -15,7 +15,7 @@ import typer
 from engine._engine import Engine
 from engine._errors import DecisionError, RunConflictError
 from engine.cli._batch import Job, Tally, drive
-from engine.cli._common import DEFAULT_STORE, abort, err, fail, out, run_async
+from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, run_async
 from engine.cli._inputs import short_name
 from engine.cli._models import choose_model
 from engine.cli._progress import BatchProgress, summary
@@ -64,7 +64,7 @@ def resume(
     async def body() -> int:
         chosen = choose_model(model)
         if chosen.note:
-            err.print(f"[yellow]note:[/] {chosen.note}")
+            note(chosen.note)
         async with open_store(store) as opened:
             engine = Engine(model=chosen.model, store=opened)
             if run_id is not None:
@@ -102,10 +102,10 @@ async def _one(
     try:
         resumed = await engine.resume(run.run_id, pick=pick, max_retries=max_retries)
     except DecisionError as exc:
-        options = ", ".join(exc.options) or "?"
+        offered = "" if "valid options" in exc.detail else f"; offered: {', '.join(exc.options)}"
         fail(
-            f"the pick does not fit the decision's menu ({exc.kind}: {exc.detail}); "
-            f"offered: {options}; the run is unchanged",
+            f"the pick does not fit the decision's menu ({exc.kind}: {exc.detail}){offered}; "
+            "the run is unchanged",
             code=1,
         )
     except (RunConflictError, ValueError) as exc:

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from engine._engine import Engine
 from engine.cli._batch import Job, Tally, drive
-from engine.cli._common import DEFAULT_STORE, err, out, run_async, store_option
+from engine.cli._common import DEFAULT_STORE, note, out, run_async, store_option
 from engine.cli._inputs import BadLine, Flow, Record, count_lines, load_flow, read_records
 from engine.cli._models import choose_model
 from engine.cli._progress import BatchProgress, summary
@@ -64,7 +64,7 @@ def run(
     async def body() -> int:
         chosen = choose_model(model)
         if chosen.note:
-            err.print(f"[yellow]note:[/] {chosen.note}")
+            note(chosen.note)
         found = load_flow(flow)
         tally = Tally(total=count_lines(input))
         async with open_store(store, create=True) as opened:

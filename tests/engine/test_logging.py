@@ -1,0 +1,108 @@
+"""Logging set up in one place: console or JSON, context per task, secrets masked."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+import structlog
+
+from engine._context import current_node, current_run_id
+from engine._logging import MASK, configure_logging, env_secrets
+from engine._trace import Trace
+
+SECRET = "sk-test-0123456789abcdefghijklmnop"
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Iterator[None]:
+    yield
+    structlog.reset_defaults()
+    logging.getLogger("engine").setLevel(logging.NOTSET)
+
+
+def json_lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_json_lines_off_a_terminal_with_the_task_context() -> None:
+    stream = io.StringIO()
+    configure_logging("info", stream=stream)
+    trace = Trace()
+    node = trace.open("model_call", "model_call", parent=None, attempt=1)
+    run_token = current_run_id.set("run-7")
+    node_token = current_node.set(node)
+    try:
+        structlog.get_logger("engine").info("model_called", tokens=12)
+    finally:
+        current_node.reset(node_token)
+        current_run_id.reset(run_token)
+    [event] = json_lines(stream)
+    assert event["event"] == "model_called"
+    assert event["run_id"] == "run-7"
+    assert event["node"] == node.key
+    assert event["attempt"] == 1
+    assert event["level"] == "info"
+    assert event["tokens"] == 12
+
+
+def test_console_format_when_asked() -> None:
+    stream = io.StringIO()
+    configure_logging("info", json=False, stream=stream)
+    structlog.get_logger("engine").info("run_completed", run_id="r1")
+    text = stream.getvalue()
+    assert "run_completed" in text
+    assert "run_id=r1" in text
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+
+
+def test_level_filters_and_opens_the_engine_gate() -> None:
+    stream = io.StringIO()
+    configure_logging("warning", stream=stream)
+    log = structlog.get_logger("engine")
+    log.info("quiet")
+    log.warning("loud")
+    assert [e["event"] for e in json_lines(stream)] == ["loud"]
+    assert logging.getLogger("engine").level == logging.WARNING
+    with pytest.raises(ValueError, match="log level 'verbose'"):
+        configure_logging("verbose")
+
+
+def test_secrets_never_reach_the_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-abcdefgh-1234")
+    stream = io.StringIO()
+    configure_logging("debug", stream=stream)
+    log = structlog.get_logger("engine")
+    log.info("call", api_key="plain-key-value", headers={"Authorization": "Bearer xyz"})
+    log.info("oops", message=f"request failed with key {SECRET}", items=[SECRET])
+    log.info("token", detail="used tok-abcdefgh-1234 here", other="sk-proj-ABCDEFGHIJKLMNOPQRST")
+    try:
+        raise RuntimeError(f"bad key {SECRET}")
+    except RuntimeError:
+        log.exception("failed")
+    text = stream.getvalue()
+    for secret in (SECRET, "plain-key-value", "Bearer xyz", "tok-abcdefgh-1234", "ABCDEFGHIJKLMN"):
+        assert secret not in text
+    assert MASK in text
+    events = json_lines(stream)
+    assert events[0]["api_key"] == MASK
+    assert events[0]["headers"] == {"Authorization": MASK}
+
+
+def test_token_counts_are_not_masked() -> None:
+    stream = io.StringIO()
+    configure_logging("info", stream=stream)
+    structlog.get_logger("engine").info("usage", input_tokens=5, output_tokens=7, tokens=12)
+    [event] = json_lines(stream)
+    assert (event["input_tokens"], event["output_tokens"], event["tokens"]) == (5, 7, 12)
+
+
+def test_env_secrets_picks_secret_looking_names_only() -> None:
+    env = {"OPENAI_API_KEY": SECRET, "HOME": "/home/someone", "DB_PASSWORD": "hunter2hunter2"}
+    assert env_secrets(env) == [SECRET, "hunter2hunter2"]
+    assert env_secrets({"SHORT_TOKEN": "abc"}) == []

@@ -1,0 +1,82 @@
+"""A stored trace as a readable tree."""
+
+from __future__ import annotations
+
+import json
+
+import support_flows as sf
+
+from engine import Engine
+from engine._trace_view import render_trace, trace_lines
+from engine.models import ScriptedModel
+from engine.store import MemoryStore
+
+
+def pick(call: str, **args: object) -> str:
+    return json.dumps({"call": call, "args": args} if args else {"call": call})
+
+
+async def stored_trace(replies: list[str]) -> dict[str, object]:
+    engine = Engine(model=ScriptedModel(replies), store=MemoryStore())
+    run = await engine.run(sf.three_decisions, "t", run_id="r")
+    trace = await engine.trace(run.run_id)
+    assert trace is not None
+    return trace
+
+
+async def test_tree_shows_decisions_model_calls_and_steps() -> None:
+    trace = await stored_trace(["hm", pick("billing"), pick("ship", item="box"), pick("close")])
+    text = render_trace(trace)
+    lines = text.splitlines()
+    assert lines[0].startswith("run support_flows:three_decisions")
+    assert lines[1].startswith("└─ three_decisions()")
+    assert "decision [billing, tech] → billing in 2 attempt(s); failed attempts: no_action" in text
+    assert "model call #0 scripted" in text
+    assert "✗ no_action: 'hm'" in text
+    assert "re-pick #1 scripted" in text
+    assert "decision [ship, hold] → ship {'item': 'box'} in 1 attempt(s)" in text
+    assert "step ship → shipped box" in text
+    assert all(" ms" in line or " s" in line for line in lines)
+    assert "├─ " in text
+    assert "│  " in text
+
+
+async def test_failed_decision_is_marked_with_its_attempts() -> None:
+    trace = await stored_trace([pick("tech"), "nope", "still nope"])
+    lines = trace_lines(trace)
+    decision = next(line for line in lines if line.kind == "decision" and line.failed)
+    assert decision.text.startswith("decision [ship, hold] ✗ DecisionError after 2 attempt(s)")
+    assert "failed attempts: no_action, no_action" in decision.text
+    assert [line.depth for line in lines][:3] == [0, 1, 2]
+
+
+def test_unknown_kinds_and_replays_render() -> None:
+    trace = {
+        "nodes": [
+            {"id": 0, "parent_id": None, "kind": "run", "name": "f", "status": "ok"},
+            {
+                "id": 1,
+                "parent_id": 0,
+                "kind": "tool_call",
+                "name": "get_order",
+                "status": "ok",
+                "data": {"args": "{'order_id': 'A-1'}", "result": "{...}", "replayed": True},
+            },
+            {"id": 2, "parent_id": 0, "kind": "mystery", "name": "x", "status": "error"},
+            {
+                "id": 3,
+                "parent_id": 0,
+                "kind": "retry",
+                "name": "retry",
+                "status": "ok",
+                "data": {"attempt": 1, "layer": "transport", "kind": "RateLimitError"},
+                "duration_s": 1.5,
+            },
+        ]
+    }
+    assert render_trace(trace).splitlines() == [
+        "run f",
+        "├─ tool get_order({'order_id': 'A-1'}) → {...} (replayed)",
+        "├─ mystery x ✗ error",
+        "└─ retry #1 transport RateLimitError  1.50 s",
+    ]
