@@ -17,7 +17,23 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install the engine with its dev tools
 
-run: $(STAMP) ## Run the main job offline (no API key needed)
+# The main job's settings: where its runs go, what it reads, and the offline model it uses
+# (SimulatedModel: 50-250 ms a call, 15% bad replies so some decisions fail and suspend).
+STORE ?= engine.db
+TICKETS ?= examples/data/tickets.jsonl
+DEMO_MODEL ?= simulated:seed=7,faults=0.15,latency=0.05-0.25
+ENGINE := $(BIN)/engine
+
+run: $(STAMP) ## The main job, offline: route 600 tickets, resume the suspended ones
+	@rm -f $(STORE) $(STORE)-wal $(STORE)-shm  # each demo starts from an empty store
+	$(ENGINE) run ticket_routing --input $(TICKETS) --store $(STORE) --model "$(DEMO_MODEL)" --concurrency 64
+	$(ENGINE) resume --all-suspended --store $(STORE) --model simulated:1
+	@echo ""
+	@echo "The engine command is in $(BIN) ('source $(BIN)/activate' puts it on PATH). Also:"
+	@echo "  engine runs                                  every run, its status and cost"
+	@echo "  engine graph ticket_routing -o graph.md      the routing graph in a Markdown file"
+
+quickstart: $(STAMP) ## The shortest example: a few tickets through one decision
 	$(BIN)/python examples/quickstart.py
 
 test: $(STAMP) ## Run the test suite
@@ -35,4 +51,4 @@ bench: $(STAMP) ## Run the benchmarks (medians, side by side)
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
-.PHONY: help install run test lint bench clean
+.PHONY: help install run quickstart test lint bench clean

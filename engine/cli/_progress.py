@@ -110,7 +110,11 @@ def summary(tally: Tally, title: str) -> RenderableType:
         f"{tally.elapsed:.1f} s · {tally.rate:.1f} runs/s",
         style="dim",
     )
-    parts: list[RenderableType] = [Text(title, style="bold"), table, stats]
+    parts: list[RenderableType] = [
+        Text(title, style="bold", no_wrap=True, overflow="ignore"),
+        table,
+        stats,
+    ]
     parts.extend(Text(f"line {b.line}: {b.reason}", style="red") for b in tally.skipped[:20])
     if len(tally.skipped) > 20:
         parts.append(Text(f"... and {len(tally.skipped) - 20} more skipped lines", style="red"))

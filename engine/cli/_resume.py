@@ -147,5 +147,6 @@ async def _many(
         )
     out.print(summary(tally, f"resumed {len(found)} {' and '.join(statuses)} run(s)"))
     flows = sorted({r.flow for r in found})
-    next_steps(tally, short_name(flows[0]) if len(flows) == 1 else "FLOW", url)
+    flow = short_name(flows[0]) if len(flows) == 1 else "FLOW"
+    next_steps(tally, flow, url, resumed=found[0].run_id)
     return 130 if tally.interrupted else 0

@@ -14,7 +14,7 @@ from engine.cli._common import DEFAULT_STORE, note, out, run_async, store_option
 from engine.cli._inputs import BadLine, Flow, Record, count_lines, load_flow, read_records
 from engine.cli._models import choose_model
 from engine.cli._progress import BatchProgress, summary
-from engine.cli._stores import open_store
+from engine.cli._stores import open_store, same_store
 from engine.store import Run
 
 __all__ = ["ConcurrencyOpt", "ModelOpt", "StoreOpt", "next_steps", "run"]
@@ -98,10 +98,12 @@ def _job(engine: Engine, flow: Flow, record: Record) -> Job:
     return Job(record.run_id, start, record.line)
 
 
-def next_steps(tally: Tally, flow: str, store: str) -> None:
+def next_steps(tally: Tally, flow: str, store: str, *, resumed: str | None = None) -> None:
     """Print the commands to look at, or continue, what the batch left behind."""
-    where = "" if store == store_option() else f" --store {store}"
+    where = "" if same_store(store, store_option()) else f" --store {store}"
     lines: list[tuple[str, str]] = []
+    if resumed is not None:
+        lines.append((f"engine show {resumed}{where}", "a resumed run's trace"))
     if tally.interrupted:
         lines.append((f"engine resume --all-cancelled{where}", "continue the interrupted runs"))
     suspended = tally.stopped.get("suspended", [])
@@ -113,4 +115,4 @@ def next_steps(tally: Tally, flow: str, store: str) -> None:
     lines.append((f"engine graph {flow}{where}", "the routing graph of the stored runs"))
     out.print("\n[bold]next:[/]")
     for command, why in lines:
-        out.print(f"  {escape(command):<44} [dim]# {why}[/]", highlight=False)
+        out.print(f"  {escape(command):<44} [dim]# {why}[/]", highlight=False, soft_wrap=True)

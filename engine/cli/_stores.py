@@ -19,7 +19,7 @@ from engine._errors import EngineError
 from engine.cli._common import fail
 from engine.store import MemoryStore, Run, SQLiteStore, Store
 
-__all__ = ["StoreURL", "find_run", "open_store", "parse_store_url"]
+__all__ = ["StoreURL", "find_run", "open_store", "parse_store_url", "same_store"]
 
 _POSTGRES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 
@@ -47,6 +47,18 @@ def parse_store_url(url: str) -> StoreURL:
             "path, or memory://"
         )
     return StoreURL("sqlite", url, url)
+
+
+def same_store(a: str, b: str) -> bool:
+    """Whether two ``--store`` values name the same store (``engine.db`` is ``sqlite:///engine.db``)."""
+    first, second = parse_store_url(a), parse_store_url(b)
+    if first.kind != second.kind:
+        return False
+    if first.kind == "sqlite":
+        return (
+            Path(first.target).expanduser().resolve() == Path(second.target).expanduser().resolve()
+        )
+    return first.target == second.target
 
 
 @asynccontextmanager
