@@ -28,9 +28,12 @@ from engine._errors import (
     RunConflictError,
     ScriptExhaustedError,
 )
+from engine._graph import RoutingGraph
 from engine._hooks import Hooks, RetryEvent
+from engine._logging import configure_logging
 from engine._runtime import Runtime
 from engine._trace import Node, Trace
+from engine._trace_view import render_trace
 
 __all__ = [
     "AuthenticationError",
@@ -51,13 +54,16 @@ __all__ = [
     "RateLimitError",
     "RetryEvent",
     "RetryableModelError",
+    "RoutingGraph",
     "RunConflictError",
     "Runtime",
     "ScriptExhaustedError",
     "Trace",
     "agentic_function",
+    "configure_logging",
     "decision",
     "gather",
     "idempotency_key",
     "map",
+    "render_trace",
 ]
