@@ -35,7 +35,7 @@ import ast
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 __all__ = ["MAX_DEPTH", "RawPick", "extract_action", "find_pick"]
@@ -47,7 +47,7 @@ _CALL_KEYS = ("call", "action", "function", "tool")
 _ARGS_KEYS = ("args", "arguments", "parameters", "input")
 _KEYS = frozenset((*_CALL_KEYS, "name"))
 _HAS_KEY, _PICKLIKE, _GROUP = 1, 2, 4
-_SCALARS = (str, int, float, type(None))
+_JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
 # Parse work allowed per character of reply, in json parses of one character.
 _BUDGET_PER_CHAR, _BUDGET_FLOOR, _LITERAL_COST = 4, 1 << 16, 4
 
@@ -136,6 +136,8 @@ def find_pick(reply: str, names: Collection[str] | None = None) -> RawPick | Non
     if not isinstance(reply, str):
         raise TypeError(f"reply must be a str, got {type(reply).__name__}")
     text = _drop_reasoning(reply)
+    if _ANY_KEY.search(text) is None:  # every pick names a key: skip fences and scans
+        return None
     starts, ends = _wrapper_ranges(text)
     budget = _BUDGET_PER_CHAR * len(text) + _BUDGET_FLOOR
     ctx = _Context(text, names, starts, ends, budget)
@@ -365,10 +367,11 @@ class _Context:
             return None
         raw = self.text[start:end]
         chunk = raw.strip()
-        if chunk.startswith("{") and chunk.endswith("}") and self.spend(len(chunk)):
-            whole, _ = _load_json(chunk)
+        if chunk[:1] == "{" and chunk[-1:] == "}":  # the region may be one object: no scan
+            first = start + len(raw) - len(raw.lstrip())
+            whole = self.parse(first, first + len(chunk))
             if whole is not None:
-                return self.pick_in(whole, start + len(raw) - len(raw.lstrip()))
+                return self.pick_in(whole, first)
         pick = self.resolve(_Scan(self.text, start, end, key.start()).nodes)
         if pick is None and self.text.find("'", start, end) >= 0:
             # An apostrophe read as opening a Python string may have hidden the pick.
@@ -450,25 +453,21 @@ def _load_literal(chunk: str) -> dict[str, object] | None:
     return value if isinstance(value, dict) and _fits(value, literal=True) else None
 
 
-def _fits(value: object, *, literal: bool) -> bool:
+def _fits(value: dict[str, object], *, literal: bool) -> bool:
     """Tell whether ``value`` nests at most MAX_DEPTH deep (and, for a literal, is JSON)."""
-    todo: list[tuple[object, int]] = [(value, 1)]
+    todo: list[tuple[dict[str, object] | list[object], int]] = [(value, 1)]
     while todo:
         item, depth = todo.pop()
         if depth > MAX_DEPTH:
             return False
-        members: Iterable[object]
-        if isinstance(item, dict):
-            if literal and not all(isinstance(key, str) for key in item):
-                return False
-            members = item.values()
-        else:
-            members = item if isinstance(item, list) else ()
-        for member in members:
-            if isinstance(member, dict | list):
-                todo.append((member, depth + 1))
-            elif literal and not isinstance(member, _SCALARS):
-                return False
+        if literal and isinstance(item, dict) and not set(map(type, item)) <= {str}:
+            return False
+        members = item.values() if isinstance(item, dict) else item
+        kinds = set(map(type, members))  # in C: the walk itself visits containers only
+        if literal and not kinds <= _JSON_TYPES:
+            return False
+        if dict in kinds or list in kinds:
+            todo.extend((m, depth + 1) for m in members if type(m) is dict or type(m) is list)
     return True
 
 
