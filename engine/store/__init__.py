@@ -1,6 +1,7 @@
 """Stores for runs, journals and traces: one protocol, several backends."""
 
 from engine.store._memory import MemoryStore
+from engine.store._postgres import PostgresStore
 from engine.store._sqlite import Durability, SQLiteStore
 from engine.store._types import (
     FINISHED,
@@ -21,6 +22,7 @@ __all__ = [
     "JournalKind",
     "JournalRecord",
     "MemoryStore",
+    "PostgresStore",
     "Run",
     "RunErrorInfo",
     "RunStatus",

@@ -1,7 +1,7 @@
 """One contract suite for every store: each test runs against each factory in ``FACTORIES``.
 
-A new backend is one more entry there (a PostgresStore factory would read its DSN from the
-environment and skip without one).
+A new backend is one more entry there. The PostgreSQL factory takes a fresh schema per test
+(dropped afterwards) from the ``pg_schema`` fixture, which skips where no server answers.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from engine import RunConflictError
 from engine.store import (
     JournalRecord,
     MemoryStore,
+    PostgresStore,
     Run,
     RunErrorInfo,
     RunStatus,
@@ -25,18 +26,25 @@ from engine.store import (
     TokenUsage,
 )
 
-StoreFactory = Callable[[Path], Store]
+StoreFactory = Callable[[pytest.FixtureRequest, Path], Store]
+
+
+def _postgres(request: pytest.FixtureRequest, tmp: Path) -> Store:
+    dsn, schema = request.getfixturevalue("pg_dsn"), request.getfixturevalue("pg_schema")
+    return PostgresStore(dsn, schema=schema, pool_max=4)
+
 
 FACTORIES = [
-    pytest.param(lambda tmp: MemoryStore(), id="memory"),
-    pytest.param(lambda tmp: SQLiteStore(tmp / "runs.db"), id="sqlite"),
+    pytest.param(lambda request, tmp: MemoryStore(), id="memory"),
+    pytest.param(lambda request, tmp: SQLiteStore(tmp / "runs.db"), id="sqlite"),
+    pytest.param(_postgres, id="postgres"),
 ]
 
 
 @pytest.fixture(params=FACTORIES)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     factory: StoreFactory = request.param
-    made = factory(tmp_path)
+    made = factory(request, tmp_path)
     try:
         yield made
     finally:
@@ -181,6 +189,32 @@ async def test_update_run_lets_exactly_one_of_many_concurrent_claims_win(store: 
     final = await store.get_run("r1")
     assert final is not None
     assert (final.owner, final.version) == (winners[0], 1)
+
+
+async def test_finish_run_stores_the_outcome_with_the_journal_tail_and_trace(store: Store) -> None:
+    stored, _ = await store.create_run(new_run("r1", status="running", owner="w1"))
+    await store.append("r1", [record("a")], owner="w1")
+    final = stored.model_copy(update={"status": "completed", "owner": None, "result": "ok"})
+    done = await store.finish_run(
+        final, expected_version=0, records=[record("b"), record("c")], trace={"nodes": [1]}
+    )
+    assert done is not None
+    assert (done.status, done.version, done.result) == ("completed", 1, "ok")
+    assert await store.get_run("r1") == done
+    assert await keys(store, "r1") == ["a", "b", "c"]
+    assert await store.load_trace("r1") == {"nodes": [1]}
+
+
+async def test_finish_run_after_a_takeover_writes_nothing(store: Store) -> None:
+    stored, _ = await store.create_run(new_run("r1", status="running", owner="w1"))
+    taken = await store.update_run(stored.model_copy(update={"owner": "w2"}), expected_version=0)
+    assert taken is not None
+    late = stored.model_copy(update={"status": "failed", "owner": None})
+    lost = await store.finish_run(late, expected_version=0, records=[record("x")], trace={"n": 1})
+    assert lost is None
+    assert await store.get_run("r1") == taken
+    assert await store.load_journal("r1") == []
+    assert await store.load_trace("r1") is None
 
 
 # -- journal -----------------------------------------------------------------------------------
