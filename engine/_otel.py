@@ -1,0 +1,165 @@
+"""Export a run's trace to OpenTelemetry, with the GenAI semantic conventions for model calls.
+
+Every node of a stored trace becomes one span with the node's own start and end times, under
+its parent's span: the run (``invoke_agent <flow>``), frames, decisions, re-picks, steps,
+branches, retries, model calls (``chat <model>``, with ``gen_ai.*`` attributes: operation,
+request and response model, token usage, finish reason) and tool calls (``execute_tool
+<name>``). Engine-specific facts ride as ``engine.*`` attributes (the node key, the options
+a decision offered, its pick, attempts and failure kinds).
+
+The export reads the stored trace, so it runs after the fact (a finished run, or a run
+read back from any store) and costs the run itself nothing. Spans go to the tracer
+provider the application configured (``opentelemetry-sdk`` with any exporter). Needs the
+``otel`` extra: ``pip install "engine[otel]"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry import trace as otel
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from engine.store import Run, Store
+
+__all__ = ["export_run", "export_trace"]
+
+Node = Mapping[str, Any]
+_NS = 1_000_000_000
+_OK = frozenset({"ok", "running"})
+_MODEL_KINDS = frozenset({"model_call", "repick"})
+_STOPPED = frozenset({"suspended", "failed", "cancelled"})
+
+
+def export_trace(
+    trace: Mapping[str, Any], *, run: Run | None = None, tracer: Tracer | None = None
+) -> int:
+    """Export a stored trace (``Trace.to_dict()``) as spans; return how many were made.
+
+    Args:
+        trace: The trace, as :meth:`Engine.trace` returns it.
+        run: The stored run, for its id, status and usage on the root span.
+        tracer: The tracer to use (``opentelemetry.trace.get_tracer("engine")`` by default).
+    """
+    tracer = tracer or otel.get_tracer("engine")
+    nodes: Sequence[Node] = trace.get("nodes", [])
+    spans: dict[Any, Span] = {}
+    for node in sorted(nodes, key=lambda n: (n.get("started_at") or 0.0, n.get("id", 0))):
+        parent = spans.get(node.get("parent_id"))
+        context = otel.set_span_in_context(parent) if parent is not None else None
+        span = tracer.start_span(
+            _name(node),
+            context=context,
+            kind=SpanKind.CLIENT if node.get("kind") in _MODEL_KINDS else SpanKind.INTERNAL,
+            attributes=_attributes(node),
+            start_time=_ns(node.get("started_at")),
+        )
+        if node.get("parent_id") is None and run is not None:
+            _describe_run(span, run)
+        elif node.get("status") not in _OK:
+            span.set_status(Status(StatusCode.ERROR, str(_data(node).get("error", ""))))
+        spans[node.get("id")] = span
+    # End children before parents, each at its recorded end (or its start when unfinished).
+    for node in reversed(nodes):
+        span = spans[node.get("id")]
+        span.end(end_time=_ns(node.get("ended_at") or node.get("started_at")))
+    return len(spans)
+
+
+async def export_run(store: Store, run_id: str, *, tracer: Tracer | None = None) -> int:
+    """Export the stored trace of one run; return the number of spans (0 without a trace).
+
+    Raises:
+        KeyError: The store holds no run with this id.
+    """
+    run = await store.get_run(run_id)
+    if run is None:
+        raise KeyError(f"unknown run {run_id!r}")
+    trace = await store.load_trace(run_id)
+    if trace is None:
+        return 0
+    return export_trace(trace, run=run, tracer=tracer)
+
+
+def _name(node: Node) -> str:
+    kind = str(node.get("kind"))
+    name = str(node.get("name"))
+    if kind == "run":
+        return f"invoke_agent {name}"
+    if kind in _MODEL_KINDS:
+        return f"chat {_data(node).get('model') or 'unknown'}"
+    if kind == "tool_call":
+        return f"execute_tool {name}"
+    return name if kind == name else f"{kind} {name}"
+
+
+def _attributes(node: Node) -> dict[str, Any]:
+    kind = str(node.get("kind"))
+    data = _data(node)
+    attrs: dict[str, Any] = {"engine.node.kind": kind, "engine.node.key": str(node.get("key"))}
+    if kind == "run":
+        attrs.update({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": node["name"]})
+    elif kind in _MODEL_KINDS:
+        attrs.update(_model_attributes(node, data))
+    elif kind == "tool_call":
+        attrs.update({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": node["name"]})
+    elif kind == "decision":
+        attrs.update(_decision_attributes(data))
+    if data.get("replayed"):
+        attrs["engine.replayed"] = True
+    return attrs
+
+
+def _model_attributes(node: Node, data: Mapping[str, Any]) -> dict[str, Any]:
+    usage: Mapping[str, int] = node.get("usage") or {}
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "engine.attempt": data.get("attempt", 0),
+    }
+    if data.get("model"):
+        attrs["gen_ai.request.model"] = attrs["gen_ai.response.model"] = str(data["model"])
+    if usage:
+        attrs["gen_ai.usage.input_tokens"] = int(usage.get("input_tokens", 0))
+        attrs["gen_ai.usage.output_tokens"] = int(usage.get("output_tokens", 0))
+    if data.get("finish_reason"):
+        attrs["gen_ai.response.finish_reasons"] = [str(data["finish_reason"])]
+    if data.get("failure"):
+        attrs["engine.failure.kind"] = str(data["failure"])
+    return attrs
+
+
+def _decision_attributes(data: Mapping[str, Any]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "engine.decision.options": [str(o) for o in data.get("options", [])],
+        "engine.decision.failures": [str(f) for f in data.get("failures") or []],
+    }
+    if "attempts" in data:
+        attrs["engine.decision.attempts"] = int(data["attempts"])
+    if "pick" in data:
+        attrs["engine.decision.pick"] = str(data["pick"])
+    return attrs
+
+
+def _describe_run(span: Span, run: Run) -> None:
+    span.set_attributes(
+        {
+            "engine.run.id": run.run_id,
+            "engine.run.status": run.status,
+            "engine.run.resumes": run.resumes,
+            "gen_ai.usage.input_tokens": run.usage.input_tokens,
+            "gen_ai.usage.output_tokens": run.usage.output_tokens,
+        }
+    )
+    if run.status in _STOPPED:
+        kind = run.error.kind if run.error is not None else run.status
+        span.set_status(Status(StatusCode.ERROR, f"{run.status}: {kind}"))
+
+
+def _data(node: Node) -> Mapping[str, Any]:
+    data = node.get("data")
+    return data if isinstance(data, Mapping) else {}
+
+
+def _ns(seconds: object) -> int | None:
+    return int(float(seconds) * _NS) if isinstance(seconds, int | float) else None
