@@ -43,20 +43,23 @@ class BatchProgress:
 
     def __enter__(self) -> BatchProgress:
         if self.live:
+            # Counts first and a bar that takes what width is left, so a narrow terminal
+            # loses bar, not numbers.
             self._progress = Progress(
                 SpinnerColumn(),
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn("in flight [cyan]{task.fields[in_flight]}"),
-                TextColumn("suspended [yellow]{task.fields[suspended]}"),
-                TextColumn("failed [red]{task.fields[failed]}"),
+                TextColumn("[cyan]{task.fields[in_flight]}[/] in flight"),
+                TextColumn("[yellow]{task.fields[suspended]}[/] suspended"),
+                TextColumn("[red]{task.fields[failed]}[/] failed"),
                 TextColumn("{task.fields[tokens]} tokens"),
-                TextColumn("{task.fields[rate]} runs/s"),
+                TextColumn("{task.fields[rate]}/s"),
+                BarColumn(bar_width=None),
                 TimeElapsedColumn(),
                 console=err,
                 redirect_stderr=True,
+                expand=True,
             )
+            err.print(Text(self.description, style="bold"))
             self._progress.__enter__()
             self._task = self._progress.add_task(
                 self.description, total=self.tally.total, **self._fields()

@@ -137,7 +137,7 @@ async def _many(
 
         return Job(run.run_id, start)
 
-    with BatchProgress(tally, "resume") as progress:
+    with BatchProgress(tally, f"resuming {len(found)} run(s)") as progress:
         await drive(
             (job(r) for r in found),
             store=store,

@@ -73,7 +73,7 @@ def run(
                 item if isinstance(item, BadLine) else _job(engine, found, item)
                 for item in read_records(input, found, id_field=id_field or None)
             )
-            with BatchProgress(tally, flow) as progress:
+            with BatchProgress(tally, f"{flow}: {tally.total} records of {input}") as progress:
                 await drive(
                     items,
                     store=opened,
