@@ -14,7 +14,7 @@ from engine.cli._common import DEFAULT_STORE, note, out, run_async, store_option
 from engine.cli._inputs import BadLine, Flow, Record, count_lines, load_flow, read_records
 from engine.cli._models import choose_model
 from engine.cli._progress import BatchProgress, summary
-from engine.cli._stores import open_store, same_store
+from engine.cli._stores import open_store, parse_store_url, same_store
 from engine.store import Run
 
 __all__ = ["ConcurrencyOpt", "ModelOpt", "StoreOpt", "next_steps", "run"]
@@ -100,6 +100,9 @@ def _job(engine: Engine, flow: Flow, record: Record) -> Job:
 
 def next_steps(tally: Tally, flow: str, store: str, *, resumed: str | None = None) -> None:
     """Print the commands to look at, or continue, what the batch left behind."""
+    if parse_store_url(store).kind == "memory":
+        note("memory:// kept these runs for this command only; use a file store to look back")
+        return
     where = "" if same_store(store, store_option()) else f" --store {store}"
     lines: list[tuple[str, str]] = []
     if resumed is not None:

@@ -89,6 +89,7 @@ def test_memory_store_runs_without_a_file(cli: Cli, tickets: Path, tmp_path: Pat
     assert result.exit_code == 0, result.output
     assert counts(result.stdout)["completed"] == 6
     assert list(tmp_path.glob("*.db")) == []
+    assert "for this command only" in result.stderr
 
 
 def test_timeout_cancels_slow_runs_and_leaves_them_resumable(
