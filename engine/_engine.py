@@ -131,6 +131,33 @@ class Engine:
         async for _, run in self._indexed(flow, inputs, concurrency, run_id):
             yield run
 
+    async def submit(
+        self,
+        flow: Flow,
+        inputs: Iterable[Any],
+        *,
+        run_id: Callable[[Any], str] | None = None,
+        queue: str = "engine",
+        priority: int = 0,
+        max_concurrency: int | None = None,
+    ) -> list[Run]:
+        """Queue ``flow(item)`` for every input, for worker processes (``engine worker``).
+
+        Needs a :class:`~engine.store.PostgresStore`; each run is created ``queued`` together
+        with its procrastinate job. See :func:`engine.distributed.submit` for the arguments.
+        """
+        from engine._distributed import submit
+
+        return await submit(
+            self.store,
+            flow,
+            inputs,
+            run_id=run_id,
+            queue=queue,
+            priority=priority,
+            max_concurrency=max_concurrency,
+        )
+
     async def _indexed(
         self,
         flow: Flow,

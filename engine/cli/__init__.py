@@ -18,6 +18,8 @@ from engine.cli._resume import resume
 from engine.cli._run import run
 from engine.cli._runs import prune, runs
 from engine.cli._show import show
+from engine.cli._submit import submit_command
+from engine.cli._worker import worker_command
 
 __all__ = ["app"]
 
@@ -61,3 +63,5 @@ app.command()(show)
 app.command()(resume)
 app.command()(graph)
 app.command()(prune)
+app.command("submit")(submit_command)
+app.command("worker")(worker_command)

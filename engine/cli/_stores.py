@@ -44,7 +44,7 @@ def parse_store_url(url: str) -> StoreURL:
     if "://" in url:
         fail(
             f"--store {url!r}: unknown kind of store; use sqlite:///path/to/file.db, a file "
-            "path, or memory://"
+            "path, memory://, or postgresql://user@host:5432/dbname"
         )
     return StoreURL("sqlite", url, url)
 

@@ -252,6 +252,26 @@ class PostgresStore:
             cursor = await connection.execute(*sql.create_runs(runs))
             return [run_id for (run_id,) in await cursor.fetchall()]
 
+    async def save_dispatch(
+        self,
+        runs: Sequence[Run],
+        queue: str,
+        priority: int,
+        locks: Sequence[str | None],
+        *,
+        connection: AsyncConnection[Any],
+    ) -> None:
+        """Record, on ``connection``, the queue, priority and lock submitted runs went to."""
+        if runs:
+            ids = [run.run_id for run in runs]
+            async with self._translated():
+                await connection.execute(*sql.save_dispatch(ids, queue, priority, locks))
+
+    async def load_dispatch(self, run_id: str) -> tuple[str, int, str | None] | None:
+        """Return the queue, priority and lock a submitted run went to, or ``None``."""
+        rows = await self._read(sql.read_dispatch(run_id))
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+
     # -- group commit --------------------------------------------------------------------------
 
     async def _write(self, statement: sql.Statement) -> io.Rows:
@@ -309,7 +329,10 @@ class PostgresStore:
             from psycopg_pool import AsyncConnectionPool
         except ImportError as exc:
             raise ImportError(_INSTALL_HINT) from exc
-        kwargs: dict[str, Any] = {"autocommit": True}
+        # Not autocommit=True in kwargs: procrastinate opens its LISTEN connection with these
+        # kwargs and its own autocommit=True. The schema goes in the startup options, so
+        # that connection, too, finds procrastinate's tables in it.
+        kwargs: dict[str, Any] = {}
         if self.schema is not None:
             kwargs["options"] = f"-c search_path={self.schema}"
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
@@ -317,6 +340,7 @@ class PostgresStore:
             min_size=self.pool_min,
             max_size=self.pool_max,
             kwargs=kwargs,
+            configure=io.autocommit,
             timeout=self.timeout_s,
             open=False,
             name=f"engine-{self.schema or 'default'}",

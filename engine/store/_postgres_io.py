@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Op",
     "Rows",
+    "autocommit",
     "commit",
     "is_driver_error",
     "lock_key",
@@ -59,6 +60,11 @@ async def migrate(pool: AsyncConnectionPool[Any], schema: str | None, where: str
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [str(len(sql.MIGRATIONS))],
         )
+
+
+async def autocommit(conn: AsyncConnection[Any]) -> None:
+    """Configure a new pooled connection: each statement commits unless in a transaction."""
+    await conn.set_autocommit(True)
 
 
 @dataclass(slots=True, eq=False)

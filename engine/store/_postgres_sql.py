@@ -31,11 +31,13 @@ __all__ = [
     "finish_run",
     "journal_records",
     "prune",
+    "read_dispatch",
     "read_journal",
     "read_run",
     "read_runs",
     "read_trace",
     "run_params",
+    "save_dispatch",
     "save_trace",
     "to_json",
     "trace_of",
@@ -126,6 +128,25 @@ def create_runs(runs: Sequence[Run]) -> Statement:
         "ON CONFLICT (run_id) DO NOTHING RETURNING run_id"
     )
     return sql, {column: [p[column] for p in params] for column in columns}
+
+
+def save_dispatch(
+    run_ids: Sequence[str], queue: str, priority: int, locks: Sequence[str | None]
+) -> Statement:
+    """Record how submitted runs were queued (their queue, priority and lock)."""
+    sql = (
+        "INSERT INTO engine_dispatch (run_id, queue, priority, lock) "
+        "SELECT d.run_id, %(queue)s, %(priority)s, d.lock "
+        "FROM unnest(%(ids)s::text[], %(locks)s::text[]) AS d(run_id, lock) "
+        "ON CONFLICT (run_id) DO NOTHING"
+    )
+    return sql, {"ids": list(run_ids), "queue": queue, "priority": priority, "locks": list(locks)}
+
+
+def read_dispatch(run_id: str) -> Statement:
+    """Select how a submitted run was queued."""
+    sql = "SELECT queue, priority, lock FROM engine_dispatch WHERE run_id = %(run_id)s"
+    return sql, {"run_id": run_id}
 
 
 def update_run(run: Run, expected_version: int) -> Statement:

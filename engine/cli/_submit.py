@@ -1,0 +1,144 @@
+"""``engine submit``: queue a file's records as runs for workers, or queue a resume.
+
+``engine submit FLOW --input FILE.jsonl --store postgresql://…`` creates one ``queued`` run
+per record, each with its procrastinate job; ``engine worker`` processes execute them.
+``engine submit --resume RUN_ID [--pick JSON] [--model M]`` queues a resume of a stopped
+run the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from engine._distributed import DEFAULT_QUEUE, request_resume, submit
+from engine._errors import RunConflictError
+from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, run_async, store_option
+from engine.cli._inputs import BadLine, Record, load_flow, read_records
+from engine.cli._models import choose_model
+from engine.cli._run import StoreOpt
+from engine.cli._stores import open_store
+from engine.store import PostgresStore, Store
+
+__all__ = ["require_postgres", "submit_command"]
+
+
+def submit_command(
+    flow: Annotated[
+        str | None, typer.Argument(help="module:function, or a short name from flows/.")
+    ] = None,
+    input: Annotated[
+        Path | None, typer.Option("--input", "-i", help="A JSONL file: one flow input per line.")
+    ] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    queue: Annotated[str, typer.Option(help="The queue the runs' jobs go to.")] = DEFAULT_QUEUE,
+    priority: Annotated[int, typer.Option(help="Higher runs first among waiting jobs.")] = 0,
+    max_concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help="The most runs of this flow in flight across all workers."),
+    ] = None,
+    id_field: Annotated[
+        str, typer.Option(help="The record field used as run id (so resubmits queue nothing).")
+    ] = "id",
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Queue a resume of this stopped run instead.")
+    ] = None,
+    pick: Annotated[
+        str | None, typer.Option(help='With --resume: decide by hand, as JSON {"call": ...}.')
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="With --resume: the model to ask anew.")
+    ] = None,
+    max_retries: Annotated[
+        int | None, typer.Option(min=0, help="With --resume: re-picks for the decision.")
+    ] = None,
+) -> None:
+    """Queue FLOW's runs (or a resume) in PostgreSQL for `engine worker` processes."""
+    if resume is not None:
+        if flow is not None or input is not None:
+            abort("--resume RUN_ID queues a resume; give no FLOW or --input with it")
+        run_async(lambda: _resume(store, resume, pick, model, max_retries))
+        return
+    if flow is None or input is None:
+        abort("give FLOW and --input FILE.jsonl, or --resume RUN_ID")
+    if pick or model or max_retries is not None:
+        abort("--pick, --model and --max-retries go with --resume RUN_ID")
+    run_async(lambda: _submit(store, flow, input, queue, priority, max_concurrency, id_field))
+
+
+async def _submit(
+    url: str,
+    spec: str,
+    path: Path,
+    queue: str,
+    priority: int,
+    max_concurrency: int | None,
+    id_field: str,
+) -> None:
+    found = load_flow(spec)
+    records: list[Record] = []
+    skipped: list[BadLine] = []
+    for item in read_records(path, found, id_field=id_field or None):
+        (skipped if isinstance(item, BadLine) else records).append(item)  # type: ignore[arg-type]
+    for bad in skipped:
+        note(f"{path}:{bad.line} skipped: {bad.reason}")
+    ids = {id(r.value): r.run_id for r in records}
+    started = time.time()
+    async with open_store(url, create=True) as opened:
+        runs = await submit(
+            require_postgres(opened, url, "engine submit"),
+            found.fn,
+            [r.value for r in records],
+            run_id=lambda value: ids[id(value)],
+            queue=queue,
+            priority=priority,
+            max_concurrency=max_concurrency,
+        )
+    queued = sum(1 for r in runs if r.created_at >= started)  # the others were stored before
+    out.print(
+        f"queued {queued} run(s) of {found.name} on queue {queue!r}"
+        f" ({len(runs) - queued} already stored, {len(skipped)} line(s) skipped)"
+    )
+    where = "" if url == store_option() else f" --store {url}"
+    out.print(f"next: engine worker{where}    # execute them; engine runs{where} to follow")
+
+
+async def _resume(
+    url: str, run_id: str, pick: str | None, model: str | None, max_retries: int | None
+) -> None:
+    if model is not None:
+        choose_model(model)  # a typo fails here, not later on a worker
+    human = _parse_pick(pick) if pick is not None else None
+    async with open_store(url) as opened:
+        pg = require_postgres(opened, url, "engine submit --resume")
+        try:
+            await request_resume(pg, run_id, pick=human, model=model, max_retries=max_retries)
+        except KeyError:
+            fail(f"no run {run_id!r} in {url}; list the stored runs with `engine runs`")
+        except (ValueError, RunConflictError) as exc:
+            fail(str(exc))
+    out.print(f"queued a resume of run {run_id}; a worker will execute it")
+
+
+def _parse_pick(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f'--pick is not valid JSON ({exc.msg}); write it like \'{{"call": "close"}}\'')
+    if not isinstance(data, dict) or not isinstance(data.get("call"), str):
+        fail('--pick must be a JSON object naming the option: {"call": "close", "args": {}}')
+    return data
+
+
+def require_postgres(store: Store, url: str, command: str) -> PostgresStore:
+    """Return the store as a PostgresStore, or stop: workers share a PostgreSQL database."""
+    if not isinstance(store, PostgresStore):
+        fail(
+            f"{command} needs a PostgreSQL store that workers share, not {url!r}; pass "
+            "--store postgresql://user@host:5432/dbname (or set ENGINE_STORE)"
+        )
+    return store

@@ -1,0 +1,10 @@
+"""Runs on many worker processes: submit them to PostgreSQL, execute them with ``worker``.
+
+procrastinate dispatches one job per run; the :class:`~engine.store.PostgresStore` journal
+in the same database lets any worker resume a run another one started. See
+``docs/postgres.md``. Needs the ``postgres`` extra (``pip install "engine[postgres]"``).
+"""
+
+from engine._distributed import DEFAULT_QUEUE, TASK, request_resume, submit, worker
+
+__all__ = ["DEFAULT_QUEUE", "TASK", "request_resume", "submit", "worker"]
