@@ -24,7 +24,13 @@ from structlog.typing import EventDict, Processor, WrappedLogger
 
 from engine._context import current_node, current_run_id
 
-__all__ = ["LogLevel", "add_engine_context", "configure_logging", "redact_secrets"]
+__all__ = [
+    "LogLevel",
+    "add_engine_context",
+    "configure_logging",
+    "mask_secrets",
+    "redact_secrets",
+]
 
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 
@@ -37,6 +43,8 @@ _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re
 _SECRET_SHAPES = re.compile(
     r"\b(sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}|Bearer\s+[A-Za-z0-9._\-]{16,})"
 )
+# The password of a URL with credentials (postgresql://user:password@host/db).
+_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^:/@\s]*:)([^@\s]+)(@)", re.I)
 # Environment values shorter than this are too likely to be ordinary words to mask.
 _MIN_SECRET_LEN = 8
 
@@ -48,11 +56,19 @@ def env_secrets(environ: MutableMapping[str, str] | None = None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+def mask_secrets(text: str) -> str:
+    """Return ``text`` with anything that looks like a secret replaced by ``***``."""
+    masked = _mask(text, env_secrets())
+    assert isinstance(masked, str)
+    return masked
+
+
 def _mask(value: object, secrets: Iterable[str]) -> object:
     if isinstance(value, str):
         for secret in secrets:
             if secret in value:
                 value = value.replace(secret, MASK)
+        value = _URL_PASSWORD.sub(rf"\1{MASK}\3", value)
         return _SECRET_SHAPES.sub(MASK, value)
     if isinstance(value, dict):
         return {k: MASK if _is_secret_key(k) else _mask(v, secrets) for k, v in value.items()}
@@ -136,11 +152,13 @@ def configure_logging(
         if json
         else structlog.dev.ConsoleRenderer(colors=_isatty(target))
     )
-    processors: list[Processor] = [
+    context: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         add_engine_context,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    finish: list[Processor] = [
         structlog.processors.StackInfoRenderer(),
         structlog.processors.format_exc_info,
         redact_secrets,
@@ -149,12 +167,46 @@ def configure_logging(
     # The engine's events first ask the standard ``engine`` logger whether their level is on
     # (so a library stays quiet by default); open that gate at the configured level.
     logging.getLogger("engine").setLevel(number)
+    _route_standard_logging(number, context, finish, stream)
     structlog.configure(
-        processors=processors,
+        processors=[*context, *finish],
         wrapper_class=structlog.make_filtering_bound_logger(number),
         logger_factory=lambda *args: _StderrLogger(stream),
         cache_logger_on_first_use=False,
     )
+
+
+class _StderrStream:
+    """A file-like view of ``sys.stderr`` resolved at each write (see :class:`_StderrLogger`)."""
+
+    def write(self, text: str) -> int:
+        """Write to the current ``sys.stderr``."""
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        """Flush the current ``sys.stderr``."""
+        sys.stderr.flush()
+
+
+def _route_standard_logging(
+    level: int, context: list[Processor], finish: list[Processor], stream: TextIO | None
+) -> None:
+    """Send standard-library logs (drivers, SDKs) through the same format and redaction."""
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*context, structlog.stdlib.add_logger_name],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *finish],
+    )
+    handler = logging.StreamHandler(stream if stream is not None else _StderrStream())
+    handler.setFormatter(formatter)
+    handler.set_name(_HANDLER)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+_HANDLER = "engine-structlog"
 
 
 def _isatty(stream: Any) -> bool:

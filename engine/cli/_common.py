@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from engine._logging import mask_secrets
+
 __all__ = [
     "DEFAULT_STORE",
     "CliError",
@@ -48,7 +50,7 @@ def fail(message: str, *, code: int = 2) -> NoReturn:
 
 def abort(message: str, *, code: int = 2) -> NoReturn:
     """Print ``error: message`` on stderr and exit with ``code``."""
-    err.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
+    err.print(Text.assemble(("error: ", "bold red"), mask_secrets(message)), soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -62,7 +64,7 @@ def run_async(body: Callable[[], Awaitable[T]]) -> T:
 
 def note(message: str) -> None:
     """Print ``note: message`` on stderr (something the user should know, not an error)."""
-    err.print(Text.assemble(("note: ", "yellow"), message), soft_wrap=True)
+    err.print(Text.assemble(("note: ", "yellow"), mask_secrets(message)), soft_wrap=True)
 
 
 def store_option() -> str:

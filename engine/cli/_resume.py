@@ -14,6 +14,7 @@ import typer
 
 from engine._engine import Engine
 from engine._errors import DecisionError, RunConflictError
+from engine._logging import mask_secrets
 from engine.cli._batch import Job, Tally, drive
 from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, run_async
 from engine.cli._inputs import short_name
@@ -127,7 +128,7 @@ async def _many(
     for status in statuses:
         found.extend(await store.list_runs(status=status))
     if not found:
-        out.print(f"no {' or '.join(statuses)} runs in {url}")
+        out.print(f"no {' or '.join(statuses)} runs in {mask_secrets(url)}", markup=False)
         return 0
     tally = Tally(total=len(found), track_existing=False)
 

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from engine._engine import Engine
+from engine._logging import mask_secrets
 from engine.cli._batch import Job, Tally, drive
 from engine.cli._common import DEFAULT_STORE, note, out, run_async, store_option
 from engine.cli._inputs import BadLine, Flow, Record, count_lines, load_flow, read_records
@@ -118,4 +119,5 @@ def next_steps(tally: Tally, flow: str, store: str, *, resumed: str | None = Non
     lines.append((f"engine graph {flow}{where}", "the routing graph of the stored runs"))
     out.print("\n[bold]next:[/]")
     for command, why in lines:
-        out.print(f"  {escape(command):<44} [dim]# {why}[/]", highlight=False, soft_wrap=True)
+        shown = escape(mask_secrets(command))
+        out.print(f"  {shown:<44} [dim]# {why}[/]", highlight=False, soft_wrap=True)

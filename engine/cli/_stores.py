@@ -1,8 +1,9 @@
 """Open the store a ``--store`` URL names, or say clearly why it cannot be opened.
 
-Accepted: ``sqlite:///relative.db``, ``sqlite:////absolute.db``, a bare file path, and
-``memory://`` (runs kept in this process only). ``postgresql://`` needs the PostgreSQL
-store, which this build does not include yet.
+Accepted: ``sqlite:///relative.db``, ``sqlite:////absolute.db``, a bare file path,
+``memory://`` (runs kept in this process only) and ``postgresql://user@host/db`` (with
+``?schema=name`` for a schema of its own) when the PostgreSQL store is installed (the
+``postgres`` extra).
 """
 
 from __future__ import annotations
@@ -83,14 +84,7 @@ def _make(spec: StoreURL, *, create: bool) -> Store:
     if spec.kind == "memory":
         return MemoryStore()
     if spec.kind == "postgres":
-        postgres = getattr(stores, "PostgresStore", None)
-        if postgres is None:
-            fail(
-                f"--store {spec.url!r}: this build has no PostgreSQL store yet; use an SQLite "
-                "file (sqlite:///engine.db) on one machine"
-            )
-        made: Store = postgres(spec.target)
-        return made
+        return _postgres(spec)
     path = Path(spec.target).expanduser()
     if not spec.target:
         fail(f"--store {spec.url!r} names no file; write sqlite:///engine.db")
@@ -107,10 +101,29 @@ def _make(spec: StoreURL, *, create: bool) -> Store:
     return SQLiteStore(path)
 
 
+def _postgres(spec: StoreURL) -> Store:
+    try:
+        postgres = getattr(stores, "PostgresStore", None)
+    except ImportError as exc:  # the store is there, its driver is not
+        fail(
+            f"--store {spec.url!r} needs the postgres extra: pip install 'engine[postgres]' ({exc})"
+        )
+    if postgres is None:
+        fail(
+            f"--store {spec.url!r}: this build has no PostgreSQL store; use an SQLite file "
+            "(sqlite:///engine.db) on one machine"
+        )
+    try:
+        made: Store = postgres(spec.target)
+    except (ValueError, ImportError) as exc:
+        fail(f"--store {spec.url!r}: {exc}")
+    return made
+
+
 async def _check(store: Store, spec: StoreURL) -> None:
     try:
         await store.list_runs(limit=1)
-    except (EngineError, sqlite3.Error, OSError) as exc:
+    except (EngineError, sqlite3.Error, OSError, ImportError) as exc:
         fail(f"the store {spec.url!r} is unreachable: {exc}; check the path or URL and access")
 
 

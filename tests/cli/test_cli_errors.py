@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN, Cli
+from cli_support import CLEAN, Cli
 
 import engine.store
 
@@ -39,7 +39,7 @@ def test_run_errors_name_the_fix(cli: Cli, tickets: Path, args: list[str], messa
         ("sqlite:///no/such/folder/runs.db", "the folder no/such/folder does not exist"),
         pytest.param(
             "postgresql://localhost/test",
-            "no PostgreSQL store yet",
+            "no PostgreSQL store",
             marks=pytest.mark.skipif(
                 hasattr(engine.store, "PostgresStore"), reason="this build has a PostgreSQL store"
             ),

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import CLEAN, FAULTY, Cli
+from cli_support import CLEAN, FAULTY, Cli
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import CLEAN, Cli
+from cli_support import CLEAN, Cli
 
 SECRET = "sk-live-THISMUSTNEVERAPPEAR0123456789"
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import anyio
-from conftest import CLEAN, ticket, write_jsonl
+from cli_support import CLEAN, ticket, write_jsonl
 
 from engine.store import SQLiteStore
 

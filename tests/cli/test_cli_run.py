@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import anyio
-from conftest import CLEAN, FAULTY, Cli, ticket, write_jsonl
+from cli_support import CLEAN, FAULTY, Cli, ticket, write_jsonl
 
 from engine.store import SQLiteStore
 

@@ -11,7 +11,7 @@ import pytest
 import structlog
 
 from engine._context import current_node, current_run_id
-from engine._logging import MASK, configure_logging, env_secrets
+from engine._logging import MASK, configure_logging, env_secrets, mask_secrets
 from engine._trace import Trace
 
 SECRET = "sk-test-0123456789abcdefghijklmnop"
@@ -22,6 +22,10 @@ def _reset() -> Iterator[None]:
     yield
     structlog.reset_defaults()
     logging.getLogger("engine").setLevel(logging.NOTSET)
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if h.get_name() == "engine-structlog"]:
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)
 
 
 def json_lines(stream: io.StringIO) -> list[dict[str, object]]:
@@ -106,3 +110,33 @@ def test_env_secrets_picks_secret_looking_names_only() -> None:
     env = {"OPENAI_API_KEY": SECRET, "HOME": "/home/someone", "DB_PASSWORD": "hunter2hunter2"}
     assert env_secrets(env) == [SECRET, "hunter2hunter2"]
     assert env_secrets({"SHORT_TOKEN": "abc"}) == []
+
+
+def test_standard_library_logs_share_the_format_and_the_masking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    stream = io.StringIO()
+    configure_logging("info", stream=stream)
+    logging.getLogger("some.driver").warning("connecting with %s to %s", SECRET, "db")
+    logging.getLogger("some.driver").debug("too detailed")
+    [event] = json_lines(stream)
+    assert event["event"] == f"connecting with {MASK} to db"
+    assert event["level"] == "warning"
+    assert event["logger"] == "some.driver"
+    configure_logging("info", stream=stream)  # configuring again replaces, never doubles
+    assert sum(h.get_name() == "engine-structlog" for h in logging.getLogger().handlers) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("postgresql://bob:s3cret@db:5432/runs", "postgresql://bob:***@db:5432/runs"),
+        ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz", "Authorization: ***"),
+        ("key sk-ant-abcdefghijklmnopqrstu", "key ***"),
+        ("sqlite:///engine.db", "sqlite:///engine.db"),
+    ],
+    ids=["url-password", "bearer", "anthropic-key", "nothing-secret"],
+)
+def test_mask_secrets(text: str, shown: str) -> None:
+    assert mask_secrets(text) == shown
