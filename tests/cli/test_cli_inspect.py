@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,35 @@ def test_prune_usage_errors(batch: Cli, args: list[str]) -> None:
     result = batch("prune", *args)
     assert result.exit_code == 2
     assert "--older-than" in result.stderr
+
+
+def fake_mmdc(folder: Path, *, fails: bool = False) -> None:
+    """Put an ``mmdc`` on PATH that copies its input to its output (or fails)."""
+    folder.mkdir()
+    script = folder / "mmdc"
+    body = 'echo "Error: bad diagram" >&2; exit 1' if fails else f'{shutil.which("cp")} "$2" "$4"'
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+
+
+def test_graph_renders_images_with_mmdc_when_present(
+    batch: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_mmdc(tmp_path / "bin")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    result = batch("graph", "ticket_routing", "-o", str(tmp_path / "g.svg"))
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "g.svg").read_text().startswith("%% routing graph")
+    assert "wrote " in result.stderr
+
+
+def test_graph_reports_a_failing_renderer(
+    batch: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_mmdc(tmp_path / "bin", fails=True)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    result = batch("graph", "ticket_routing", "-o", str(tmp_path / "g.png"))
+    assert result.exit_code == 2
+    assert "mmdc failed to render" in result.stderr
+    assert "Error: bad diagram" in result.stderr
+    assert "the Mermaid text is in" in result.stderr
