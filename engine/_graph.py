@@ -6,7 +6,9 @@ decision:0``), so the same decision in every run and every branch of an ``engine
 one point. For each point the graph counts visits, the options offered and picked, the
 attempts each pick took, and the decisions that failed (``DecisionError``) with their
 failure kinds. An outcome leads to the next decision the run took after it, or to the
-run's final status.
+run's final status. A decision that failed and was later resumed past (its failure is in
+the journal, its final trace holds the pick that came after) counts as a visit that ended
+in ``DecisionError`` and led to ``resumed``.
 
 Built from stored traces (:meth:`Engine.trace`), so it needs no journal and no live run.
 """
@@ -23,7 +25,9 @@ from typing import Any
 from engine._graph_mermaid import DECISION_ERROR, render
 from engine.store import Store
 
-__all__ = ["DecisionPoint", "OptionStats", "RoutingGraph"]
+__all__ = ["DecisionPoint", "EarlierFailure", "OptionStats", "RoutingGraph"]
+
+RESUMED = "resumed"
 
 _GENERATION = re.compile(r"@\d+$")
 
@@ -83,6 +87,15 @@ class DecisionPoint:
         return stats
 
 
+@dataclass(frozen=True, slots=True)
+class EarlierFailure:
+    """A ``DecisionError`` a run got past by a resume: the decision's key, kind, attempts."""
+
+    key: str
+    kind: str
+    attempts: int = 1
+
+
 @dataclass(slots=True)
 class _Visit:
     """One decision node of one trace, with what the graph needs from it.
@@ -124,12 +137,28 @@ class RoutingGraph:
         graph = cls(flow)
         for run in await store.list_runs(flow=flow, limit=limit):
             trace = await store.load_trace(run.run_id)
-            if trace is not None:
-                graph.add(trace, run.status)
+            if trace is None:
+                continue
+            # Only a resumed run can have failures its final trace no longer shows.
+            earlier = await _earlier_failures(store, run.run_id) if run.resumes else []
+            graph.add(trace, run.status, earlier=earlier)
         return graph
 
-    def add(self, trace: Mapping[str, Any], status: str) -> None:
-        """Add one run's stored trace (``Trace.to_dict()``) that ended in ``status``."""
+    def add(
+        self,
+        trace: Mapping[str, Any],
+        status: str,
+        *,
+        earlier: Sequence[EarlierFailure] = (),
+    ) -> None:
+        """Add one run's stored trace (``Trace.to_dict()``) that ended in ``status``.
+
+        Args:
+            trace: The run's stored trace.
+            status: The run's status.
+            earlier: The run's journaled decision failures (a resumed run's failures are in
+                its journal, not all in its final trace).
+        """
         nodes: Sequence[Mapping[str, Any]] = trace.get("nodes", [])
         self.runs += 1
         self.statuses[status] += 1
@@ -147,6 +176,27 @@ class RoutingGraph:
                 self.starts[visit.point] += 1
         if not visits:
             self.starts[f"end:{status}"] += 1
+        if earlier:
+            self._add_earlier(earlier, nodes)
+
+    def _add_earlier(
+        self, failures: Sequence[EarlierFailure], nodes: Sequence[Mapping[str, Any]]
+    ) -> None:
+        by_key = {n.get("key"): n for n in nodes if n.get("kind") == "decision"}
+        shown: set[str] = set()
+        for failure in failures:
+            node = by_key.get(failure.key)
+            if node is None:
+                continue  # the flow no longer reaches this decision
+            if _data_of(node).get("error") == DECISION_ERROR and failure.key not in shown:
+                shown.add(failure.key)  # the trace already counts this key's last failure
+                continue
+            point = self.points[_point_key(node, _ancestors(node, {n["id"]: n for n in nodes}))]
+            point.visits += 1
+            point.errors += 1
+            point.error_kinds[failure.kind] += 1
+            point.error_attempts.append(failure.attempts)
+            point.next[(DECISION_ERROR, RESUMED)] += 1
 
     def _visit(self, node: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> _Visit:
         by_id = {n["id"]: n for n in nodes}
@@ -190,6 +240,20 @@ class RoutingGraph:
     def to_mermaid(self, *, direction: str = "TD") -> str:
         """Return the graph as a Mermaid flowchart."""
         return render(self, direction=direction)
+
+
+async def _earlier_failures(store: Store, run_id: str) -> list[EarlierFailure]:
+    records = await store.load_journal(run_id)
+    return [
+        EarlierFailure(r.key, str(r.data.get("kind", "unknown")), int(r.data.get("attempts", 1)))
+        for r in records
+        if r.kind == "decision_failed" and isinstance(r.data, dict)
+    ]
+
+
+def _data_of(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    data = node.get("data")
+    return data if isinstance(data, Mapping) else {}
 
 
 def _ancestors(

@@ -17,6 +17,7 @@ __all__ = ["DECISION_ERROR", "render"]
 
 DECISION_ERROR = "DecisionError"
 _END = "end:"
+_RESUMED = "resumed"
 _STYLES = (
     "    classDef decision fill:#eef4ff,stroke:#3867d6",
     "    classDef unpicked fill:#f6f6f6,stroke:#aaa,color:#888,stroke-dasharray:4 3",
@@ -44,6 +45,11 @@ def render(graph: RoutingGraph, *, direction: str = "TD") -> str:
         shape = f'(["{_text(f"{status} · {graph.statuses[status]}")}"])'
         css = "done" if status == "completed" else "stopped"
         lines.append(f"    end_{status}{shape}:::{css}")
+    resumed = sum(
+        n for p in graph.points.values() for (_, to), n in p.next.items() if to == _RESUMED
+    )
+    if resumed:
+        lines.append(f'    {_RESUMED}(["{_RESUMED} · {resumed}"]):::stopped')
     lines.extend(_STYLES)
     return "\n".join(lines) + "\n"
 
@@ -92,6 +98,8 @@ def _pick_label(stats: OptionStats, visits: int) -> str:
 
 
 def _target(target: str, ids: dict[str, str]) -> str:
+    if target == _RESUMED:
+        return _RESUMED
     if target.startswith(_END):
         return f"end_{target[len(_END) :]}"
     return ids[target]

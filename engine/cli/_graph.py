@@ -59,7 +59,7 @@ def graph(
             _emit(text, output)
             return
         if output is None:
-            out.print(mermaid, markup=False, end="")
+            out.print(mermaid, markup=False, end="", soft_wrap=True)
             return
         render_file(mermaid, output)
         out.print(_summary(routing))
@@ -79,7 +79,7 @@ async def _which_flow(store: Store, flow: str | None, url: str) -> str:
 
 def _emit(text: str, output: Path | None) -> None:
     if output is None:
-        out.print(text, markup=False)
+        out.print(text, markup=False, soft_wrap=True)
     else:
         output.write_text(text + "\n", encoding="utf-8")
         err.print(f"wrote {output}")

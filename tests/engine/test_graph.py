@@ -135,6 +135,19 @@ async def test_mermaid_shows_offered_picked_and_failed() -> None:
     assert graph.to_mermaid(direction="LR").splitlines()[1] == "flowchart LR"
 
 
+async def test_a_still_suspended_run_counts_its_failure_once() -> None:
+    store = MemoryStore()
+    engine = Engine(
+        model=ScriptedModel([pick("tech"), pick("hold"), "?", "??", "!", "!!"]), store=store
+    )
+    await engine.run(sf.three_decisions, "t", run_id="r")
+    await engine.resume("r")  # asked again, fails again: still suspended
+    graph = await RoutingGraph.from_store(store)
+    last = list(graph.points.values())[-1]
+    assert (last.visits, last.errors) == (2, 2)
+    assert last.next == {("DecisionError", "resumed"): 1, ("DecisionError", "end:suspended"): 1}
+
+
 async def test_to_dict_is_json_and_labels_are_unique() -> None:
     graph = await graph_of(sf.three_decisions, ["t"], [pick("tech"), pick("hold"), pick("close")])
     data = json.loads(json.dumps(graph.to_dict()))
@@ -163,5 +176,12 @@ async def test_human_picks_are_counted_as_such() -> None:
     graph = await RoutingGraph.from_store(store, "support_flows:three_decisions")
     last = list(graph.points.values())[-1]
     assert last.options["close"].by_human == 1
-    assert "1 by hand" in graph.to_mermaid()
+    # The failure that stopped the run is in the journal, not in the final trace.
+    assert last.visits == 2
+    assert last.errors == 1
+    assert last.error_kinds == {"no_action": 1}
+    assert last.next[("DecisionError", "resumed")] == 1
+    text = graph.to_mermaid()
+    assert "1 by hand" in text
+    assert 'resumed(["resumed · 1"])' in text
     assert (await RoutingGraph.from_store(store, "nope:flow")).runs == 0
