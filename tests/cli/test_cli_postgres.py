@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from cli_support import CLEAN, FAULTY, Cli
@@ -23,7 +24,7 @@ def test_run_show_resume_graph_on_postgres(
     resumed = cli("resume", "--all-suspended", "-m", CLEAN, *args, store=False)
     assert resumed.exit_code == 0, resumed.output
     graph = cli("graph", "ticket_routing", *args, store=False)
-    assert '{{"classify<br/>6 visit(s)"}}' in graph.stdout
+    assert re.search(r'\{\{"classify<br/>\d+ visit\(s\)"\}\}', graph.stdout)
     statuses = {
         json.loads(line)["status"]
         for line in cli("runs", "--json", *args, store=False).stdout.splitlines()
