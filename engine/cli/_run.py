@@ -84,7 +84,8 @@ def run(
                     refresh=progress.refresh,
                 )
         out.print(summary(tally, f"{found.name} on {input}, model {chosen.spec}"))
-        next_steps(tally, flow, store)
+        rerun = f"engine run {flow} --input {input}" if tally.done < tally.total else None
+        next_steps(tally, flow, store, rerun=rerun)
         return 130 if tally.interrupted else 0
 
     code = run_async(body)
@@ -99,7 +100,14 @@ def _job(engine: Engine, flow: Flow, record: Record) -> Job:
     return Job(record.run_id, start, record.line)
 
 
-def next_steps(tally: Tally, flow: str, store: str, *, resumed: str | None = None) -> None:
+def next_steps(
+    tally: Tally,
+    flow: str,
+    store: str,
+    *,
+    resumed: str | None = None,
+    rerun: str | None = None,
+) -> None:
     """Print the commands to look at, or continue, what the batch left behind."""
     if parse_store_url(store).kind == "memory":
         note("memory:// kept these runs for this command only; use a file store to look back")
@@ -110,6 +118,8 @@ def next_steps(tally: Tally, flow: str, store: str, *, resumed: str | None = Non
         lines.append((f"engine show {resumed}{where}", "a resumed run's trace"))
     if tally.interrupted:
         lines.append((f"engine resume --all-cancelled{where}", "continue the interrupted runs"))
+        if rerun is not None:
+            lines.append((f"{rerun}{where}", "start the records that never started"))
     suspended = tally.stopped.get("suspended", [])
     stopped = suspended or tally.stopped.get("failed", [])
     if stopped:

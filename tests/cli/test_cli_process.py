@@ -88,6 +88,7 @@ def test_ctrl_c_mid_batch_leaves_every_run_resumable(tmp_path: Path) -> None:
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
     assert "engine resume --all-cancelled" in stdout
+    assert "start the records that never started" in stdout
     after = statuses(store)
     assert 0 < len(after) < 40
     assert set(after.values()) <= {"completed", "cancelled"}
