@@ -26,7 +26,7 @@ StoreOpt = Annotated[
         "--store",
         "-s",
         envvar="ENGINE_STORE",
-        help="Where runs live: sqlite:///file.db, a file path, or memory://.",
+        help="Where runs live: sqlite:///file.db, a file path, memory://, or postgresql://.",
     ),
 ]
 ModelOpt = Annotated[
