@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from engine._trace import Node
     from engine.models import Model, Request, Response
 
-__all__ = ["complete", "transport_policy"]
+__all__ = ["Transport", "complete", "transport_policy"]
 
 Sleep = Callable[[float], Awaitable[None]]
 OnRetry = Callable[[RetryEvent], object]
@@ -110,6 +110,38 @@ class _StopBeforeDeadline(stop_base):
 _DEFAULT = transport_policy()
 
 
+class Transport:
+    """The live call of one model request: one attempt, then the policy on a failure.
+
+    This is the ``call`` the runtime hands to :meth:`Hooks.model_call`, so a journaled
+    replay skips it whole, retries included.
+    """
+
+    __slots__ = ("node", "on_retry", "policy")
+
+    def __init__(
+        self, policy: AsyncRetrying | None, node: Node | None, on_retry: OnRetry | None
+    ) -> None:
+        self.policy = policy
+        self.node = node
+        self.on_retry = on_retry
+
+    async def __call__(self, model: Model, request: Request) -> Response:
+        """Answer ``request`` with ``model``, retrying transport failures.
+
+        Raises:
+            RetryableModelError: The last transport failure, once the policy gave up.
+            ModelError: A failure that is not worth retrying (bad request, credentials).
+        """
+        try:
+            return await model.complete(request)
+        except RetryableModelError as exc:
+            first = exc
+        # The slow path: only a failed call pays for the policy.
+        retries = _Retries(model, request, self.node, self.on_retry)
+        return await retries.run((self.policy or _DEFAULT).copy(), first)
+
+
 async def complete(
     model: Model,
     request: Request,
@@ -118,19 +150,8 @@ async def complete(
     node: Node | None = None,
     on_retry: OnRetry | None = None,
 ) -> Response:
-    """Answer ``request`` with ``model``, retrying transport failures under ``policy``.
-
-    Raises:
-        RetryableModelError: The last transport failure, once the policy gave up.
-        ModelError: A failure that is not worth retrying (bad request, credentials).
-    """
-    try:
-        return await model.complete(request)
-    except RetryableModelError as exc:
-        first = exc
-    # The slow path: only a failed call pays for the policy.
-    retries = _Retries(model, request, node, on_retry)
-    return await retries.run((policy or _DEFAULT).copy(), first)
+    """Answer ``request`` with ``model``, retrying transport failures under ``policy``."""
+    return await Transport(policy, node, on_retry)(model, request)
 
 
 class _Retries:

@@ -1,60 +1,79 @@
 """The runtime: model turns, decisions with re-picks, and the resolution of a pick.
 
 :meth:`Runtime.exec` and :func:`engine.decision.make` share everything below the request:
-the menu is built before any call, every model call goes through the ambient hooks, a
-failed pick is asked again in the same conversation, and the pick resolves into the result
-of the next step.
+the menu is built before any call, every model call goes through the ambient hooks (and the
+transport retries inside them), a failed pick is asked again in the same conversation, and
+the pick resolves into the result of the next step. With ``tools``, a turn is the native
+tool loop of :mod:`engine._tools`.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-import anyio.to_thread
-from pydantic import TypeAdapter, ValidationError
 
-from engine._context import current_node, current_runtime
+from engine._context import current_node
 from engine._decision._extract import find_pick
-from engine._decision._menu import Menu, build_menu, choice_schema
-from engine._decision._options import Option
+from engine._decision._menu import Menu, build_menu
 from engine._decision._prompts import DECISION_FINISH_INSTRUCTION, repick_text
-from engine._decision._validate import Failure, Pick, bind, validate
+from engine._decision._validate import Failure, Pick, validate
 from engine._errors import REPLY_HEAD, DeadlineExceeded, DecisionError
 from engine._hooks import Hooks, RetryEvent, current_hooks
+from engine._requests import Content, blocks_of, build_request, choice_specs, message, pick_schema
+from engine._resolve import call_option, resolve
+from engine._retry import Transport
+from engine._tools import ToolLoop, Toolset, build_toolset
 from engine._trace import Node, NodeKind, Trace
-from engine.models import ChoiceSpec, ImageBlock, Message, Model, Request, Response, TextBlock
-from engine.models._types import ContentBlock, ToolSpec
+from engine.models import Model, Request, Response, TextBlock
+from engine.models._registry import model_from_string
+
+if TYPE_CHECKING:
+    from tenacity import AsyncRetrying
 
 __all__ = ["OnRetry", "Runtime", "build_request", "call_option", "choice_specs", "resolve"]
 
 OnRetry = Callable[[RetryEvent], object]
-Content = str | Sequence[ContentBlock]
+Enforce = Literal["auto", "off", "on"]
 
 
 class Runtime:
     """Run model turns and decisions against one model.
 
     Args:
-        model: The model every call uses unless a call names another.
+        model: The model every call uses unless a call names another: a
+            :class:`~engine.models.Model`, or a string such as ``"openai:gpt-4o-mini"``
+            (see :func:`~engine.models.model_from_string`).
         system: An optional system prompt put before every request.
         trace: Where nodes go when no run or agentic function is active (a new
             :class:`~engine.Trace` by default, kept as :attr:`trace`).
+        transport: The transport retry policy (layer 0), a tenacity ``AsyncRetrying``;
+            :func:`engine.transport_policy` by default.
+        enforce: Whether decisions ask the provider to constrain the reply to the menu:
+            ``"auto"`` where the model says it can (its ``enforcement`` attribute),
+            ``"off"`` never (text parsing only), ``"on"`` always (a model that cannot is a
+            ``ValueError`` at the decision). Picks are parsed and validated the same way in
+            every mode.
     """
 
     def __init__(
         self,
-        model: Model,
+        model: Model | str,
         *,
         system: str | None = None,
         trace: Trace | None = None,
+        transport: AsyncRetrying | None = None,
+        enforce: Enforce = "auto",
     ) -> None:
-        self.model = model
+        if enforce not in ("auto", "off", "on"):
+            raise ValueError(f"enforce must be 'auto', 'off' or 'on', got {enforce!r}")
+        self.model = model_from_string(model) if isinstance(model, str) else model
         self.system = system
         self.trace = trace if trace is not None else Trace()
+        self.transport = transport
+        self.enforce = enforce
 
     def __repr__(self) -> str:
         return f"Runtime(model={getattr(self.model, 'name', self.model)!r})"
@@ -75,25 +94,39 @@ class Runtime:
     ) -> Any:
         """Run one model turn; with ``choices``, close it with a pick and resolve it.
 
+        With ``tools`` (functions, sync or async), the model may call them: each call is
+        validated and run (several of one reply concurrently), and results and errors go
+        back to it until it answers without a tool call; ``max_iterations`` caps the model
+        calls of the turn. A function that is also one of ``choices`` is offered only as
+        the option, never as a tool of the same turn.
+
         Returns:
             The reply text without ``choices``; the resolved decision with them.
 
         Raises:
-            TypeError: ``choices`` is not a dict or list, or an option is malformed.
+            TypeError: ``choices`` is not a dict or list, an option is malformed, or a tool
+                is not a function.
             ValueError: ``choices`` is empty, names an option twice, or ``max_retries`` < 0.
             DecisionError: No valid pick after every re-pick.
+            MaxIterationsError: The model still called tools after ``max_iterations`` calls.
             DeadlineExceeded: ``timeout_s`` ran out.
         """
         _check_retries(max_retries)
-        if tools:
-            raise NotImplementedError("native tools in exec are not available yet")
-        blocks = _blocks(content)
-        if choices is None:
-            request = build_request(self.system, blocks, response_format=response_format)
-            return await self._text_turn(request, model, timeout_s)
-        menu = build_menu(choices)
+        blocks = blocks_of(content)
+        menu = build_menu(choices) if choices is not None else None
+        toolset = build_toolset(tools, menu) if tools else None
+        specs = toolset.specs if toolset is not None else None
+        if menu is None:
+            request = build_request(
+                self.system, blocks, response_format=response_format, tools=specs
+            )
+            return await self._text_turn(
+                request, model, timeout_s, on_retry, toolset, max_iterations, context
+            )
         blocks.append(TextBlock(text=f"{DECISION_FINISH_INSTRUCTION}\n\n{menu.text}"))
-        request = build_request(self.system, blocks, response_format=response_format, menu=menu)
+        request = build_request(
+            self.system, blocks, response_format=response_format, menu=menu, tools=specs
+        )
         return await self.decide(
             request,
             menu,
@@ -102,6 +135,8 @@ class Runtime:
             max_retries=max_retries,
             context=context,
             on_retry=on_retry,
+            tools=toolset,
+            max_iterations=max_iterations,
         )
 
     async def decide(
@@ -114,16 +149,34 @@ class Runtime:
         max_retries: int = 1,
         context: Mapping[str, Any] | None = None,
         on_retry: OnRetry | None = None,
+        tools: Toolset | None = None,
+        max_iterations: int = 20,
     ) -> Any:
         """Ask ``request`` as a decision over ``menu`` and resolve the pick."""
         if max_retries != 1:
             _check_retries(max_retries)
         hooks = current_hooks.get()
-        node = self.open_node("decision", "decision", options=menu.names)
+        model = model or self.model
+        mode = self._enforcement(model, request)
+        if mode is not None:
+            request = request.model_copy(update={"enforce": pick_schema(menu)})
+        node = self.open_node(
+            "decision", "decision", options=menu.names, enforcement=mode or "text"
+        )
         # This is the hot path of every decision: tokens instead of context managers.
         token = current_node.set(node)
         try:
-            ask = _Asker(self, hooks, node, menu, model or self.model, max_retries, on_retry)
+            ask = _Asker(self, hooks, node, menu, model, max_retries, on_retry)
+            if tools is not None:
+                ask.loop = ToolLoop(
+                    self,
+                    tools,
+                    model=model,
+                    hooks=hooks,
+                    max_iterations=max_iterations,
+                    context=context,
+                    on_retry=on_retry,
+                )
             try:
                 if timeout_s is None:
                     pick = await hooks.decision(node, menu, request, ask)
@@ -138,6 +191,24 @@ class Runtime:
         finally:
             current_node.reset(token)
 
+    def _enforcement(self, model: Model, request: Request) -> str | None:
+        """Return how this decision's reply is constrained (``None``: parsed from text)."""
+        if self.enforce == "off" or request.response_format is not None:
+            return None
+        mode: str | None = getattr(model, "enforcement", None)
+        if mode is None:
+            if self.enforce == "on":
+                raise ValueError(
+                    f"enforce='on', but model {getattr(model, 'name', model)!r} cannot constrain "
+                    "its reply to a menu; use enforce='auto', or a model that can (an "
+                    "OpenAIModel with enforce=True for servers that honour json_schema)"
+                )
+            return None
+        if mode == "tool" and request.tools:
+            # A forced pick tool would keep the model from calling the turn's tools.
+            return None
+        return mode
+
     def open_node(self, kind: NodeKind, name: str, **data: Any) -> Node:
         """Open a trace node under the current node, or as a root of :attr:`trace`."""
         parent = current_node.get()
@@ -146,20 +217,52 @@ class Runtime:
         return self.trace.open(kind, name, parent=None, **data)
 
     async def _text_turn(
-        self, request: Request, model: Model | None, timeout_s: float | None
+        self,
+        request: Request,
+        model: Model | None,
+        timeout_s: float | None,
+        on_retry: OnRetry | None = None,
+        tools: Toolset | None = None,
+        max_iterations: int = 20,
+        context: Mapping[str, Any] | None = None,
     ) -> str:
         hooks = current_hooks.get()
+        model = model or self.model
         node = self.open_node("model_call", "turn")
         with _deadline(timeout_s, "exec"):
-            response = await self.call_model(node, model or self.model, request, hooks)
+            if tools is None:
+                response = await self.call_model(node, model, request, hooks, on_retry)
+            else:
+                loop = ToolLoop(
+                    self,
+                    tools,
+                    model=model,
+                    hooks=hooks,
+                    max_iterations=max_iterations,
+                    context=context,
+                    on_retry=on_retry,
+                )
+                response, _ = await loop.run(
+                    node, request, lambda: self.open_node("model_call", "turn")
+                )
         return response.text
 
     async def call_model(
-        self, node: Node, model: Model, request: Request, hooks: Hooks
+        self,
+        node: Node,
+        model: Model,
+        request: Request,
+        hooks: Hooks,
+        on_retry: OnRetry | None = None,
     ) -> Response:
-        """Make one model call through the hooks, recording usage and latency on ``node``."""
+        """Make one model call through the hooks, recording usage and latency on ``node``.
+
+        The live call retries transport failures under :attr:`transport`; each retry is a
+        ``retry`` node under ``node`` and an ``on_retry`` event.
+        """
+        call = Transport(self.transport, node, on_retry)
         try:
-            response = await hooks.model_call(node, model, request, _complete)
+            response = await hooks.model_call(node, model, request, call)
         except BaseException as exc:
             node.close("error", error=type(exc).__name__)
             raise
@@ -173,14 +276,10 @@ class Runtime:
         return response
 
 
-async def _complete(model: Model, request: Request) -> Response:
-    return await model.complete(request)
-
-
 class _Asker:
     """Ask for a pick, re-picking in the same conversation until one validates."""
 
-    __slots__ = ("hooks", "max_retries", "menu", "model", "node", "on_retry", "runtime")
+    __slots__ = ("hooks", "loop", "max_retries", "menu", "model", "node", "on_retry", "runtime")
 
     def __init__(
         self,
@@ -199,6 +298,7 @@ class _Asker:
         self.model = model
         self.max_retries = max_retries
         self.on_retry = on_retry
+        self.loop: ToolLoop | None = None
 
     async def __call__(self, request: Request) -> Pick:
         replies: list[str] = []
@@ -211,7 +311,13 @@ class _Asker:
                 request = request.model_copy(update={"messages": list(messages)})
             kind: NodeKind = "repick" if attempt else "model_call"
             mnode = self.node.child(kind, kind, attempt=attempt)
-            response = await self.runtime.call_model(mnode, self.model, request, self.hooks)
+            if self.loop is None:
+                response = await self.runtime.call_model(
+                    mnode, self.model, request, self.hooks, self.on_retry
+                )
+            else:
+                # The turn's tool calls become part of the conversation a re-pick continues.
+                response, messages = await self.loop.run(mnode, request, self._loop_node)
             replies.append(response.text)
             heads.append(response.text[:REPLY_HEAD])
             try:
@@ -229,14 +335,17 @@ class _Asker:
                         options=self.menu.names,
                     ) from None
                 await self._retry_event(attempt + 1, failure.kind, failure.message)
-                messages.append(_message("assistant", response.text))
+                messages.append(message("assistant", response.text))
                 messages.append(
-                    _message("user", repick_text(failure.kind, failure.message, self.menu.text))
+                    message("user", repick_text(failure.kind, failure.message, self.menu.text))
                 )
                 continue
             self.node.data["attempts"] = attempt + 1
             return pick
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _loop_node(self) -> Node:
+        return self.node.child("model_call", "model_call")
 
     def _validate(self, response: Response) -> Pick:
         if response.truncated:
@@ -255,144 +364,6 @@ class _Asker:
         result = self.on_retry(RetryEvent("parse", attempt, kind, message, self.node.key))
         if inspect.isawaitable(result):
             await result
-
-
-async def resolve(
-    pick: Pick,
-    *,
-    runtime: object = None,
-    context: Mapping[str, Any] | None = None,
-    hooks: Hooks | None = None,
-    parent: Node | None = None,
-) -> Any:
-    """Resolve a validated pick into the result of the next step (DECISION-SPEC §9)."""
-    option = pick.option
-    if option.kind == "value":
-        return option.handler
-    if option.kind == "text" or (not option.fields and option.kind == "schema"):
-        return option.name
-    if option.kind == "schema":
-        return {"decision": option.name, **pick.args}
-    kwargs = bind(pick, runtime=runtime, context=context)
-    fn = option.handler
-    assert callable(fn)
-    spec = option.function
-    is_async = spec.is_async if spec is not None else False
-    run = functools.partial(call_option, fn, kwargs, is_async)
-    hooks = hooks or current_hooks.get()
-    if parent is None:
-        return await run()
-    node = parent.child("step", option.name)
-    node_token = current_node.set(node)
-    runtime_token = current_runtime.set(runtime) if runtime is not None else None
-    try:
-        result = await hooks.step(node, fn, run, _returns(fn))
-    except BaseException as exc:
-        node.close("error", error=type(exc).__name__)
-        raise
-    finally:
-        if runtime_token is not None:
-            current_runtime.reset(runtime_token)
-        current_node.reset(node_token)
-    node.close("ok", result=result)
-    return result
-
-
-async def call_option(fn: Callable[..., Any], kwargs: dict[str, Any], is_async: bool) -> Any:
-    """Call a picked function option with its bound arguments and return its result."""
-    if is_async:
-        return await fn(**kwargs)
-    # A plain def may block; run it on a worker thread so other runs keep going.
-    result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def build_request(
-    system: str | None,
-    blocks: list[ContentBlock],
-    *,
-    response_format: dict[str, Any] | None = None,
-    menu: Menu | None = None,
-    tools: list[ToolSpec] | None = None,
-) -> Request:
-    """Build the request of one turn: the system prompt, then one user message of ``blocks``.
-
-    With a ``menu``, its options travel beside the text as the request's ``choices``.
-    """
-    # Validating constructors: in pydantic 2 they are faster than model_construct, and this
-    # is the hot path of every decision.
-    messages = [_message("system", system)] if system else []
-    messages.append(Message(role="user", content=blocks))
-    choices = choice_specs(menu) if menu is not None else None
-    return Request(messages=messages, tools=tools, response_format=response_format, choices=choices)
-
-
-def _message(role: Literal["system", "user", "assistant"], text: str) -> Message:
-    return Message(role=role, content=[TextBlock(text=text)])
-
-
-def choice_specs(menu: Menu) -> list[ChoiceSpec]:
-    """Return the menu as the ``choices`` of a request (read-only: specs may be shared)."""
-    specs: list[ChoiceSpec] | None = menu.memo.get("choices")
-    if specs is None:
-        specs = [_function_choice(o) if o.kind == "function" else _choice(o) for o in menu.options]
-        menu.memo["choices"] = specs
-    return specs
-
-
-def _choice(option: Option) -> ChoiceSpec:
-    # Not validated: validation would deep-copy the JSON Schema we just built.
-    return ChoiceSpec.model_construct(**choice_schema(option))
-
-
-# Function options are themselves cached by the option normaliser, so caching their specs
-# retains nothing new; value options are rebuilt per call and would only churn a cache.
-_function_choice = functools.lru_cache(maxsize=2048)(_choice)
-
-
-def _returns(fn: object) -> object:
-    try:
-        return _cached_returns(fn)
-    except TypeError:  # an unhashable callable
-        return _return_annotation(fn)
-
-
-def _return_annotation(fn: object) -> object:
-    try:
-        return inspect.signature(fn).return_annotation  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return inspect.Signature.empty
-
-
-_cached_returns = functools.lru_cache(maxsize=2048)(_return_annotation)
-
-
-def _blocks(content: Content) -> list[ContentBlock]:
-    if isinstance(content, str):
-        return [TextBlock(text=content)]
-    if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
-        return [_block(b) for b in content]
-    raise TypeError(f"content must be a string or a list of content blocks, got {content!r}")
-
-
-_BLOCK: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
-
-
-def _block(block: object) -> ContentBlock:
-    if isinstance(block, TextBlock | ImageBlock):
-        return block
-    if isinstance(block, str):
-        return TextBlock(text=block)
-    try:
-        # The dict form ({"type": "text", "text": ...}) is validated, never passed on raw.
-        return _BLOCK.validate_python(block)
-    except ValidationError as exc:
-        raise TypeError(
-            "content blocks must be strings, TextBlock/ImageBlock or their dict form, "
-            f"got {block!r}"
-        ) from exc
 
 
 def _check_retries(max_retries: int) -> None:

@@ -1,0 +1,102 @@
+"""Requests as the runtime builds them: content blocks, the menu as choices, one turn's request.
+
+Kept apart from the runtime so the runtime reads as the control flow of a turn; this is the
+data it sends.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from engine._decision._enforce import PICK_KEY, pick_schemas
+from engine._decision._menu import Menu, choice_schema
+from engine._decision._options import Option
+from engine.models import ChoiceSpec, ImageBlock, Message, PickSchema, Request, TextBlock
+from engine.models._types import ContentBlock, ToolSpec
+
+__all__ = ["Content", "blocks_of", "build_request", "choice_specs", "message", "pick_schema"]
+
+Content = str | Sequence[ContentBlock]
+
+
+def build_request(
+    system: str | None,
+    blocks: list[ContentBlock],
+    *,
+    response_format: dict[str, Any] | None = None,
+    menu: Menu | None = None,
+    tools: list[ToolSpec] | None = None,
+) -> Request:
+    """Build the request of one turn: the system prompt, then one user message of ``blocks``.
+
+    With a ``menu``, its options travel beside the text as the request's ``choices``.
+    """
+    # Validating constructors: in pydantic 2 they are faster than model_construct, and this
+    # is the hot path of every decision.
+    messages = [message("system", system)] if system else []
+    messages.append(Message(role="user", content=blocks))
+    choices = choice_specs(menu) if menu is not None else None
+    return Request(messages=messages, tools=tools, response_format=response_format, choices=choices)
+
+
+def message(role: Literal["system", "user", "assistant"], text: str) -> Message:
+    return Message(role=role, content=[TextBlock(text=text)])
+
+
+def choice_specs(menu: Menu) -> list[ChoiceSpec]:
+    """Return the menu as the ``choices`` of a request (read-only: specs may be shared)."""
+    specs: list[ChoiceSpec] | None = menu.memo.get("choices")
+    if specs is None:
+        specs = [_function_choice(o) if o.kind == "function" else _choice(o) for o in menu.options]
+        menu.memo["choices"] = specs
+    return specs
+
+
+def _choice(option: Option) -> ChoiceSpec:
+    # Not validated: validation would deep-copy the JSON Schema we just built.
+    return ChoiceSpec.model_construct(**choice_schema(option))
+
+
+# Function options are themselves cached by the option normaliser, so caching their specs
+# retains nothing new; value options are rebuilt per call and would only churn a cache.
+_function_choice = functools.lru_cache(maxsize=2048)(_choice)
+
+
+def blocks_of(content: Content) -> list[ContentBlock]:
+    if isinstance(content, str):
+        return [TextBlock(text=content)]
+    if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
+        return [_block(b) for b in content]
+    raise TypeError(f"content must be a string or a list of content blocks, got {content!r}")
+
+
+_BLOCK: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
+
+
+def _block(block: object) -> ContentBlock:
+    if isinstance(block, TextBlock | ImageBlock):
+        return block
+    if isinstance(block, str):
+        return TextBlock(text=block)
+    try:
+        # The dict form ({"type": "text", "text": ...}) is validated, never passed on raw.
+        return _BLOCK.validate_python(block)
+    except ValidationError as exc:
+        raise TypeError(
+            "content blocks must be strings, TextBlock/ImageBlock or their dict form, "
+            f"got {block!r}"
+        ) from exc
+
+
+def pick_schema(menu: Menu) -> PickSchema:
+    """Return the menu as the pick schema an enforcing provider constrains its reply to."""
+    schema: PickSchema | None = menu.memo.get("pick_schema")
+    if schema is None:
+        json_schema, strict = pick_schemas(menu)
+        schema = PickSchema(key=PICK_KEY, json_schema=json_schema, strict_schema=strict)
+        menu.memo["pick_schema"] = schema
+    return schema

@@ -1,0 +1,87 @@
+"""Resolution of a validated pick into the result of the next step (DECISION-SPEC §9)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from engine._context import current_node, current_runtime
+from engine._decision._validate import Pick, bind
+from engine._hooks import Hooks, current_hooks
+from engine._trace import Node
+
+__all__ = ["call_option", "resolve"]
+
+
+async def resolve(
+    pick: Pick,
+    *,
+    runtime: object = None,
+    context: Mapping[str, Any] | None = None,
+    hooks: Hooks | None = None,
+    parent: Node | None = None,
+) -> Any:
+    """Resolve a validated pick into the result of the next step (DECISION-SPEC §9)."""
+    option = pick.option
+    if option.kind == "value":
+        return option.handler
+    if option.kind == "text" or (not option.fields and option.kind == "schema"):
+        return option.name
+    if option.kind == "schema":
+        return {"decision": option.name, **pick.args}
+    kwargs = bind(pick, runtime=runtime, context=context)
+    fn = option.handler
+    assert callable(fn)
+    spec = option.function
+    is_async = spec.is_async if spec is not None else False
+    run = functools.partial(call_option, fn, kwargs, is_async)
+    hooks = hooks or current_hooks.get()
+    if parent is None:
+        return await run()
+    node = parent.child("step", option.name)
+    node_token = current_node.set(node)
+    runtime_token = current_runtime.set(runtime) if runtime is not None else None
+    try:
+        result = await hooks.step(node, fn, run, _returns(fn))
+    except BaseException as exc:
+        node.close("error", error=type(exc).__name__)
+        raise
+    finally:
+        if runtime_token is not None:
+            current_runtime.reset(runtime_token)
+        current_node.reset(node_token)
+    node.close("ok", result=result)
+    return result
+
+
+async def call_option(fn: Callable[..., Any], kwargs: dict[str, Any], is_async: bool) -> Any:
+    """Call a picked function option with its bound arguments and return its result."""
+    if is_async:
+        return await fn(**kwargs)
+    # A plain def may block; run it on a worker thread so other runs keep going.
+    result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _returns(fn: object) -> object:
+    try:
+        return _cached_returns(fn)
+    except TypeError:  # an unhashable callable
+        return _return_annotation(fn)
+
+
+def _return_annotation(fn: object) -> object:
+    try:
+        return inspect.signature(fn).return_annotation  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return inspect.Signature.empty
+
+
+_cached_returns = functools.lru_cache(maxsize=2048)(_return_annotation)
