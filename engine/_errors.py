@@ -10,6 +10,7 @@
     ├── NonDeterminismError                replay met a different request than the journal holds
     ├── JournalError                       a value could not be journaled or read back
     ├── RunConflictError                   another worker or resumer holds the run
+    ├── MaxIterationsError (RuntimeError)  a tool loop still called tools at max_iterations
     └── ModelError                         a provider call failed
         ├── RetryableModelError            worth another attempt (transport layer)
         │   ├── RateLimitError             429; ``retry_after`` in seconds when known
@@ -34,6 +35,7 @@ __all__ = [
     "DecisionError",
     "EngineError",
     "JournalError",
+    "MaxIterationsError",
     "ModelError",
     "ModelTimeoutError",
     "NonDeterminismError",
@@ -146,6 +148,17 @@ class RunConflictError(EngineError):
     def __init__(self, message: str, *, run_id: str | None = None) -> None:
         self.run_id = run_id
         super().__init__(message)
+
+
+class MaxIterationsError(EngineError, RuntimeError):
+    """The model was still calling tools when a turn's ``max_iterations`` ran out."""
+
+    def __init__(self, max_iterations: int) -> None:
+        self.max_iterations = max_iterations
+        super().__init__(
+            f"the model was still calling tools after max_iterations={max_iterations} model "
+            "calls; raise max_iterations or give the model fewer reasons to call tools"
+        )
 
 
 class ModelError(EngineError):

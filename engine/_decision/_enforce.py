@@ -32,8 +32,9 @@ import json
 from typing import Any
 
 from engine._decision._menu import Menu, choice_schema
+from engine._decision._options import Option
 
-__all__ = ["PICK_KEY", "menu_schema", "pick_schemas", "strict_schema"]
+__all__ = ["PICK_KEY", "menu_schema", "pick_schemas", "strict_schema", "tool_parameters"]
 
 #: The property of the root object that holds the pick.
 PICK_KEY = "pick"
@@ -112,6 +113,22 @@ def menu_schema(menu: Menu) -> dict[str, Any]:
     if defs:
         root["$defs"] = defs
     return root
+
+
+def tool_parameters(option: Option) -> dict[str, Any]:
+    """Return the JSON Schema of a function offered as a native tool.
+
+    The same parameter specs as the option's menu entry: hidden and runtime-class
+    parameters are not there, and an optional parameter is nullable (``null`` means "use
+    the default", as in a pick).
+    """
+    parameters: dict[str, Any] = choice_schema(option)["parameters"]
+    required = set(parameters.get("required") or ())
+    properties = parameters.get("properties") or {}
+    for name, schema in properties.items():
+        if name not in required:
+            properties[name] = _nullable(schema)
+    return parameters
 
 
 def _merge_defs(args: dict[str, Any], defs: dict[str, Any], index: int) -> None:

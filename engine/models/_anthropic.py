@@ -143,8 +143,9 @@ class AnthropicModel:
             for t in request.tools or ()
         ]
         if request.enforce is not None:
-            # The pick is the input of one forced tool call; no other tool can run then.
-            tools = [_pick_tool(request.enforce)]
+            # The pick is the input of one forced tool call. The other tools stay defined
+            # (the API wants every tool the conversation used), but none can be called.
+            tools.append(_pick_tool(request.enforce))
             params["tool_choice"] = {"type": "tool", "name": request.enforce.name}
         if tools:
             params["tools"] = tools
