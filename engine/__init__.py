@@ -32,6 +32,7 @@ from engine._errors import (
 from engine._graph import RoutingGraph
 from engine._hooks import Hooks, RetryEvent
 from engine._logging import configure_logging
+from engine._retry import transport_policy
 from engine._runtime import Runtime
 from engine._trace import Node, Trace
 from engine._trace_view import render_trace
@@ -68,4 +69,5 @@ __all__ = [
     "idempotency_key",
     "map",
     "render_trace",
+    "transport_policy",
 ]
