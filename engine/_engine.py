@@ -40,7 +40,8 @@ class Engine:
     """Run flows durably: journal every transition, resume stopped runs, recover crashed ones.
 
     Args:
-        model: The model flows use (a :class:`~engine.models.Model`).
+        model: The model flows use: a :class:`~engine.models.Model`, or a string such as
+            ``"openai:gpt-4o-mini"`` or ``"simulated:42"``.
         store: Where runs and journals live (an embedded SQLite file ``engine.db`` by default).
         concurrency: The most runs of this engine in flight at once (no cap by default).
         runtime: A ready :class:`~engine.Runtime` to use instead of ``model``.
@@ -53,7 +54,7 @@ class Engine:
 
     def __init__(
         self,
-        model: Model | None = None,
+        model: Model | str | None = None,
         *,
         store: Store | None = None,
         concurrency: int | None = None,

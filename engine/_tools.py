@@ -26,6 +26,7 @@ from engine._decision._menu import Menu, build_menu
 from engine._decision._validate import Failure, bind, validate
 from engine._errors import MaxIterationsError
 from engine._hooks import Hooks
+from engine._resolve import call_option
 from engine.models import Message, Request, Response, TextBlock, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -216,8 +217,6 @@ class ToolLoop:
 
 async def _call_tool(fn: object, kwargs: dict[str, Any], spec: Any) -> str:
     """Run one tool and return what the model reads: its result, or its error, as text."""
-    from engine._runtime import call_option
-
     assert callable(fn)
     try:
         result = await call_option(fn, kwargs, spec.is_async if spec is not None else False)
