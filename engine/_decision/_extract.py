@@ -136,11 +136,12 @@ def find_pick(reply: str, names: Collection[str] | None = None) -> RawPick | Non
     if not isinstance(reply, str):
         raise TypeError(f"reply must be a str, got {type(reply).__name__}")
     text = _drop_reasoning(reply)
-    if _ANY_KEY.search(text) is None:  # every pick names a key: skip fences and scans
+    key = _ANY_KEY.search(text)
+    if key is None:  # every pick names a key: skip fences and scans
         return None
     starts, ends = _wrapper_ranges(text)
     budget = _BUDGET_PER_CHAR * len(text) + _BUDGET_FLOOR
-    ctx = _Context(text, names, starts, ends, budget)
+    ctx = _Context(text, names, key.start(), starts, ends, budget)
     for regions in _regions(text):
         for start, end in reversed(regions):
             pick = ctx.region_pick(start, end)
@@ -349,10 +350,11 @@ def _before_space(text: str, pos: int) -> int:
 
 @dataclass(slots=True)
 class _Context:
-    """What one extraction shares: the text, the names, the wrappers and the parse budget."""
+    """What one extraction shares: text, names, first key, wrappers and the parse budget."""
 
     text: str
     names: Collection[str] | None
+    first_key: int
     wrap_starts: list[int]
     wrap_ends: list[int]
     budget: int
@@ -362,7 +364,7 @@ class _Context:
         return self.budget >= 0
 
     def region_pick(self, start: int, end: int) -> RawPick | None:
-        key = _ANY_KEY.search(self.text, start, end)
+        key = _ANY_KEY.search(self.text, max(start, self.first_key), end)
         if key is None:
             return None
         raw = self.text[start:end]
