@@ -38,7 +38,7 @@ class AnthropicModel:
     """A Claude model reached through Anthropic's messages API.
 
     Args:
-        model: The model id (``"claude-sonnet-4-5"``, ...).
+        model: The model id (``"claude-sonnet-4-6"``, ...).
         api_key: The key; ``ANTHROPIC_API_KEY`` by default.
         client: A ready ``anthropic.AsyncAnthropic`` to use instead (its own retries are
             turned off: the engine's transport layer retries).

@@ -21,7 +21,7 @@ def model_from_string(spec: str | Model) -> Model:
         ``"openai:gpt-4o-mini"``: OpenAI's API (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``).
         ``"openai:llama3.1:8b@http://localhost:11434/v1"``: any OpenAI-compatible server;
         the model id may itself hold colons, the URL follows the first ``@``.
-        ``"anthropic:claude-sonnet-4-5"``: Anthropic's API (``ANTHROPIC_API_KEY``).
+        ``"anthropic:claude-sonnet-4-6"``: Anthropic's API (``ANTHROPIC_API_KEY``).
         ``"simulated"`` or ``"simulated:42"``: the offline :class:`SimulatedModel`, seeded.
 
     Raises:

@@ -50,10 +50,10 @@ def test_registry_openai_compatible_local_server(spec: str, name: str, url: str)
 
 
 def test_registry_anthropic_model() -> None:
-    model = model_from_string("anthropic:claude-sonnet-4-5")
+    model = model_from_string("anthropic:claude-sonnet-4-6")
 
     assert isinstance(model, AnthropicModel)
-    assert model.model == "claude-sonnet-4-5"
+    assert model.model == "claude-sonnet-4-6"
 
 
 @pytest.mark.parametrize(
