@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 from cli_support import CLEAN, Cli
 
-import engine.store
-
 
 @pytest.mark.parametrize(
     ("args", "message"),
@@ -37,17 +35,10 @@ def test_run_errors_name_the_fix(cli: Cli, tickets: Path, args: list[str], messa
     ("store", "message"),
     [
         ("sqlite:///no/such/folder/runs.db", "the folder no/such/folder does not exist"),
-        pytest.param(
-            "postgresql://localhost/test",
-            "no PostgreSQL store",
-            marks=pytest.mark.skipif(
-                hasattr(engine.store, "PostgresStore"), reason="this build has a PostgreSQL store"
-            ),
-        ),
         ("redis://localhost", "unknown kind of store"),
         (".", "is a folder"),
     ],
-    ids=["missing-folder", "postgres", "unknown-scheme", "folder"],
+    ids=["missing-folder", "unknown-scheme", "folder"],
 )
 def test_bad_stores_are_explained(cli: Cli, tickets: Path, store: str, message: str) -> None:
     result = cli(
