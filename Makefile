@@ -18,10 +18,11 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## Create .venv and install the engine with its dev tools
 
 # The main job's settings: where its runs go, what it reads, and the offline model it uses
-# (SimulatedModel: 50-250 ms a call, 15% bad replies so some decisions fail and suspend).
+# (SimulatedModel: 50-250 ms a call, 15% bad replies so some decisions fail and suspend,
+# and a tool call in half the turns that offer tools).
 STORE ?= engine.db
 TICKETS ?= examples/data/tickets.jsonl
-DEMO_MODEL ?= simulated:seed=7,faults=0.15,latency=0.05-0.25
+DEMO_MODEL ?= simulated:seed=7,faults=0.15,latency=0.05-0.25,tool_rate=0.5
 ENGINE := $(BIN)/engine
 
 run: $(STAMP) ## The main job, offline: route 600 tickets, resume the suspended ones

@@ -124,8 +124,12 @@ def _decision(node: Node) -> str:
 def _model_call(node: Node) -> str:
     data: Mapping[str, Any] = node.get("data", {})
     usage: Mapping[str, int] = node.get("usage") or {}
-    label = "re-pick" if node.get("kind") == "repick" else "model call"
-    parts = [f"{label} #{data.get('attempt', 0)}"]
+    if node.get("kind") == "repick":
+        parts = [f"re-pick #{data.get('attempt', 1)}"]
+    else:
+        # A turn with tools makes several calls: number them by their key, not the attempt.
+        number = str(node.get("key", "")).rpartition(":")[2]
+        parts = [f"model call #{number if number.isdigit() else data.get('attempt', 0)}"]
     if data.get("model"):
         parts.append(str(data["model"]))
     if usage:

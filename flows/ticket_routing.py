@@ -46,8 +46,9 @@ __all__ = [
 ]
 
 #: Whether the investigation turn offers its lookups as native tools (the model calls
-#: them during the turn). When off, the facts are looked up first and put in the prompt.
-NATIVE_TOOLS = False
+#: them during the turn). When off, the facts are looked up first and put in the prompt,
+#: for models that cannot call tools.
+NATIVE_TOOLS = True
 
 Category = Literal["billing", "shipping", "returns", "technical", "account", "feedback"]
 Verdict = Literal["ok", "damaged", "missing", "wrong_item"]

@@ -2,9 +2,10 @@
 
 ``--model`` takes what :func:`engine.models.model_from_string` takes (``openai:gpt-4o-mini``,
 ``anthropic:claude-sonnet-4-5``, ``openai:<model>@<base_url>``) and, for the offline model,
-``simulated`` with options: ``simulated:seed=7,faults=0.1,latency=0.01-0.05`` (``faults``
-spreads one rate over the three reply faults; any fault of
-:class:`~engine.models.Faults` may be named on its own, as in ``no_json=0.05``).
+``simulated`` with options: ``simulated:seed=7,faults=0.1,latency=0.01-0.05,tool_rate=0.5``
+(``faults`` spreads one rate over the three reply faults; any fault of
+:class:`~engine.models.Faults` may be named on its own, as in ``no_json=0.05``;
+``tool_rate`` is the share of tool-offering turns in which it calls a tool first).
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ def _apply(key: str, value: str, kwargs: dict[str, Any], faults: dict[str, float
     elif key == "latency":
         low, sep, high = value.partition("-")
         kwargs["latency"] = (float(low), float(high)) if sep else float(low)
+    elif key == "tool_rate":
+        kwargs["tool_rate"] = float(value)
     elif key == "faults":
         for name in _REPLY_FAULTS:
             faults.setdefault(name, float(value) / len(_REPLY_FAULTS))
@@ -99,5 +102,6 @@ def _apply(key: str, value: str, kwargs: dict[str, Any], faults: dict[str, float
         faults[key] = float(value)
     else:
         raise ValueError(
-            f"unknown option {key!r}; use seed, latency, faults or one of {', '.join(_FAULTS)}"
+            f"unknown option {key!r}; use seed, latency, tool_rate, faults or one of "
+            f"{', '.join(_FAULTS)}"
         )

@@ -64,6 +64,16 @@ def test_unknown_kinds_and_replays_render() -> None:
             },
             {"id": 2, "parent_id": 0, "kind": "mystery", "name": "x", "status": "error"},
             {
+                "id": 4,
+                "parent_id": 0,
+                "kind": "model_call",
+                "name": "model_call",
+                "key": "run/f:0/model_call:1",
+                "status": "ok",
+                "data": {"attempt": 0, "model": "m"},
+                "usage": {"input_tokens": 3, "output_tokens": 4},
+            },
+            {
                 "id": 3,
                 "parent_id": 0,
                 "kind": "retry",
@@ -78,5 +88,6 @@ def test_unknown_kinds_and_replays_render() -> None:
         "run f",
         "├─ tool get_order({'order_id': 'A-1'}) → {...} (replayed)",
         "├─ mystery x ✗ error",
+        "├─ model call #1 m 3→4 tokens",
         "└─ retry #1 transport RateLimitError  1.50 s",
     ]

@@ -10,7 +10,7 @@ import pytest
 
 import flows.ticket_routing as tr
 from engine import Engine, Runtime
-from engine.models import Request, ScriptedModel
+from engine.models import Request, Response, ScriptedModel, ToolCall
 from engine.store import MemoryStore
 from flows._backoffice import LEDGER
 
@@ -100,7 +100,10 @@ async def test_hidden_customer_id_comes_from_context_never_from_the_model() -> N
             assert "customer_id" not in choice.parameters.get("properties", {})
 
 
-async def test_investigation_turn_reads_the_order_and_help_center() -> None:
+async def test_investigation_without_native_tools_puts_the_facts_in_the_prompt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tr, "NATIVE_TOOLS", False)
     model = menu_model(ORDER_TICKET)
     await tr.route_ticket(ticket(), runtime=Runtime(model=model))
     investigation = model.requests[-1]
@@ -183,3 +186,44 @@ async def test_suspended_ticket_resumes_with_a_human_pick_without_asking_again()
         {"sku": "TEA-2", "verdict": "ok"},
     ]
     assert [e["kind"] for e in LEDGER] == ["escalation"]
+
+
+class ToolsThenPick:
+    """A model that calls both lookup tools in one turn, then picks a refund."""
+
+    name = "tools-then-pick"
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+
+    async def complete(self, request: Request) -> Response:
+        self.requests.append(request)
+        if request.choices and request.choices[0].name == "look_up_order":
+            return Response(text=pick("look_up_order", order_id="A-10042", topic="broken mug"))
+        if request.choices and request.choices[0].name == "billing":
+            return Response(text=pick("returns"))
+        if request.choices and request.choices[0].name == "ok":
+            return Response(text=pick("damaged"))
+        if request.messages[-1].role != "tool":
+            calls = [
+                ToolCall(id="c1", name="get_order", arguments={"order_id": "A-10042"}),
+                ToolCall(id="c2", name="search_help_center", arguments={"query": "broken"}),
+            ]
+            return Response(tool_calls=calls, finish_reason="tool_calls")
+        return Response(text=pick("refund", order_id="A-10042", amount=12.0, reason="damaged"))
+
+
+async def test_investigation_with_native_tools_reads_then_picks() -> None:
+    model = ToolsThenPick()
+    runtime = Runtime(model=model)
+    outcome = await tr.route_ticket(ticket(line_items=[]), runtime=runtime)
+    assert outcome.action.kind == "refund"
+    turn = model.requests[-2]
+    assert [t.name for t in turn.tools or []] == ["get_order", "search_help_center"]
+    assert "Order: " not in turn.messages[-1].text  # the facts come from tools, not the prompt
+    results = [m for m in model.requests[-1].messages if m.role == "tool"]
+    assert len(results) == 2
+    assert "A-10042" in results[0].text
+    assert "Refunds and returns" in results[1].text
+    assert [n.name for n in runtime.trace.find("tool_call")] == ["get_order", "search_help_center"]
+    assert LEDGER[0]["customer_id"] == "C-7"
