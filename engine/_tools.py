@@ -92,8 +92,9 @@ def build_toolset(tools: Sequence[object], options: Menu | None = None) -> Tools
 class ToolLoop:
     """Run model calls and tool calls until the model answers without calling a tool.
 
-    One loop serves one turn; its iteration budget is shared by every attempt of a
-    decision (re-picks included), so ``max_iterations`` bounds the turn's model calls.
+    One loop serves one turn, and its budget is shared by every attempt of a decision: a
+    reply that asks for tools after ``max_iterations`` model calls of the turn raises
+    :class:`~engine.MaxIterationsError` instead of running them.
     """
 
     __slots__ = (
@@ -145,8 +146,6 @@ class ToolLoop:
         """
         messages = list(request.messages)
         while True:
-            if self.left <= 0:
-                raise MaxIterationsError(self.max_iterations)
             self.left -= 1
             asked = request.model_copy(update={"messages": list(messages)})
             response = await self.runtime.call_model(
@@ -154,6 +153,8 @@ class ToolLoop:
             )
             if not response.tool_calls:
                 return response, messages
+            if self.left <= 0:
+                raise MaxIterationsError(self.max_iterations)
             messages.append(
                 Message(
                     role="assistant",

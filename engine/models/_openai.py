@@ -237,7 +237,8 @@ def _response(completion: Any, enforce: PickSchema | None, latency: float) -> Re
     usage = getattr(completion, "usage", None)
     return Response(
         text=text,
-        tool_calls=[_tool_call(c) for c in message.tool_calls or ()],
+        # Only function calls: the engine offers no other kind of tool.
+        tool_calls=[_tool_call(c) for c in message.tool_calls or () if _is_function(c)],
         finish_reason=choice.finish_reason,
         usage=Usage(
             input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
@@ -246,6 +247,10 @@ def _response(completion: Any, enforce: PickSchema | None, latency: float) -> Re
         model=getattr(completion, "model", None),
         latency_s=latency,
     )
+
+
+def _is_function(call: Any) -> bool:
+    return getattr(call, "function", None) is not None
 
 
 def _tool_call(call: Any) -> ToolCall:

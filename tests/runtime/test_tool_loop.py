@@ -210,6 +210,7 @@ async def test_tool_loop_max_iterations_caps_the_model_calls() -> None:
         await Runtime(model).exec("Go.", tools=[get_order], max_iterations=3)
 
     assert len(model.requests) == 3
+    assert LOG == ["order:0", "order:1"]  # the last reply's tool calls never ran
 
 
 async def test_tool_loop_bad_max_iterations_is_a_value_error() -> None:
