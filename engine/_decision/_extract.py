@@ -31,23 +31,26 @@ reach a parser, and every parse is charged to a budget proportional to the reply
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from bisect import bisect_right
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from engine._decision._picks import (
+    CALL_KEYS,
+    MAX_DEPTH,
+    RawPick,
+    last_pick,
+    load_json,
+    load_literal,
+)
+from engine._decision._regions import drop_reasoning, regions, wrapper_ranges
+
 __all__ = ["MAX_DEPTH", "RawPick", "extract_action", "find_pick"]
 
-MAX_DEPTH = 64
-"""Objects and lists nested deeper than this are a parse failure."""
 
-_CALL_KEYS = ("call", "action", "function", "tool")
-_ARGS_KEYS = ("args", "arguments", "parameters", "input")
-_KEYS = frozenset((*_CALL_KEYS, "name"))
+_KEYS = frozenset((*CALL_KEYS, "name"))
 _HAS_KEY, _PICKLIKE, _GROUP = 1, 2, 4
-_JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
 # Parse work allowed per character of reply, in json parses of one character.
 _BUDGET_PER_CHAR, _BUDGET_FLOOR, _LITERAL_COST = 4, 1 << 16, 4
 
@@ -97,29 +100,6 @@ _ONE_CLOSE = re.compile(r"\}")
 _TRAILING_HINT = re.compile(r",\s*+[}\]]")
 _TRAILING_COMMA = re.compile(r'("(?:[^"\\]++|\\.)*+(?:"|\Z))|,(?=\s*+[}\]])', re.S)
 # literal_eval warns on these escapes; such a chunk is not a pick worth reading anyway.
-_ODD_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*+\\[^\n\\'\"abfnrtvx0-7NuU]")
-_THINK = re.compile(r"<(/?)think\s*+>", re.I)
-_WRAPPER = re.compile(r"<(/?)tool_call\s*+>", re.I)
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.M)
-_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t\r]*$", re.M)
-_DECODER = json.JSONDecoder(strict=False)
-
-
-@dataclass(frozen=True, slots=True)
-class RawPick:
-    """A pick as found in the reply, before validation against the menu.
-
-    Attributes:
-        call: The value of the call key; may be a non-string (reported as unknown_call).
-        args: The args value (a JSON string holding an object is decoded); None when absent.
-        has_args: Whether an args key (or alias) was present.
-        extras: Every other top-level key of the pick, for flattened arguments.
-    """
-
-    call: object
-    args: object
-    has_args: bool
-    extras: dict[str, object]
 
 
 def find_pick(reply: str, names: Collection[str] | None = None) -> RawPick | None:
@@ -135,15 +115,15 @@ def find_pick(reply: str, names: Collection[str] | None = None) -> RawPick | Non
     """
     if not isinstance(reply, str):
         raise TypeError(f"reply must be a str, got {type(reply).__name__}")
-    text = _drop_reasoning(reply)
+    text = drop_reasoning(reply)
     key = _ANY_KEY.search(text)
     if key is None:  # every pick names a key: skip fences and scans
         return None
-    starts, ends = _wrapper_ranges(text)
+    starts, ends = wrapper_ranges(text)
     budget = _BUDGET_PER_CHAR * len(text) + _BUDGET_FLOOR
     ctx = _Context(text, names, key.start(), starts, ends, budget)
-    for regions in _regions(text):
-        for start, end in reversed(regions):
+    for group in regions(text):
+        for start, end in reversed(group):
             pick = ctx.region_pick(start, end)
             if pick is not None:
                 return pick
@@ -160,68 +140,6 @@ def extract_action(reply: str, names: Collection[str] | None = None) -> dict[str
     if pick is None:
         return None
     return {"call": pick.call, "args": pick.args if pick.has_args else dict(pick.extras)}
-
-
-def _drop_reasoning(text: str) -> str:
-    if _THINK.search(text) is None:
-        return text
-    parts: list[str] = []
-    cursor, inside = 0, False
-    for tag in _THINK.finditer(text):
-        closing = bool(tag.group(1))
-        if inside and closing:
-            inside, cursor = False, tag.end()
-        elif closing:  # a lone closer: the model's reasoning began before the reply did
-            parts.clear()
-            cursor = tag.end()
-        elif not inside:
-            parts.append(text[cursor : tag.start()])
-            inside = True
-    if not inside:
-        parts.append(text[cursor:])
-    return "".join(parts)
-
-
-def _wrapper_ranges(text: str) -> tuple[list[int], list[int]]:
-    starts: list[int] = []
-    ends: list[int] = []
-    for tag in _WRAPPER.finditer(text):
-        if not tag.group(1) and len(starts) == len(ends):
-            starts.append(tag.end())
-        elif tag.group(1) and len(starts) > len(ends):
-            ends.append(tag.start())
-    if len(starts) > len(ends):
-        ends.append(len(text))
-    return starts, ends
-
-
-def _regions(text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """Split ``text`` into candidate fence bodies and bare-text stretches, in order."""
-    fenced: list[tuple[int, int]] = []
-    bare: list[tuple[int, int]] = []
-    cursor, pos = 0, 0 if "```" in text or "~~~" in text else len(text)
-    while (line := _FENCE_OPEN.search(text, pos)) is not None:
-        pos = line.end()
-        marker, info = line.group(1), line.group(2)
-        if marker[0] == "`" and "`" in info:
-            continue  # CommonMark: a backtick info string cannot hold a backtick
-        bare.append((cursor, line.start()))
-        body = min(pos + 1, len(text))
-        closer = _fence_closer(text, body, marker)
-        words = info.split(maxsplit=1)
-        if not words or words[0].lower() == "json":
-            fenced.append((body, closer.start() if closer else len(text)))
-        cursor = pos = closer.end() if closer else len(text)
-    bare.append((cursor, len(text)))
-    return fenced, bare
-
-
-def _fence_closer(text: str, start: int, marker: str) -> re.Match[str] | None:
-    for line in _FENCE_CLOSE.finditer(text, start):
-        run = line.group(1)
-        if run[0] == marker[0] and len(run) >= len(marker):
-            return line
-    return None
 
 
 @dataclass(slots=True)
@@ -413,107 +331,17 @@ class _Context:
         if not self.spend(end - start):
             return None
         chunk = self.text[start:end]
-        value, pos = _load_json(chunk)
+        value, pos = load_json(chunk)
         source = chunk
         if value is None and _TRAILING_HINT.search(chunk) and self.spend(len(chunk)):
             source = _TRAILING_COMMA.sub(r"\1", chunk)
-            value, pos = _load_json(source)
+            value, pos = load_json(source)
         pythonic = pos >= 0 and source.startswith(("'", "True", "False", "None"), pos)
         if value is None and pythonic and self.spend(_LITERAL_COST * len(chunk)):
-            return _load_literal(chunk)
+            return load_literal(chunk)
         return value
 
     def pick_in(self, value: dict[str, object], start: int) -> RawPick | None:
         i = bisect_right(self.wrap_starts, start) - 1
         wrapped = i >= 0 and start < self.wrap_ends[i]
-        return _last_pick(value, self.names, wrapped)
-
-
-def _load_json(chunk: str) -> tuple[dict[str, object] | None, int]:
-    """Decode one whole JSON object; on failure return the error position (or -1)."""
-    try:
-        value, end = _DECODER.raw_decode(chunk)
-    except json.JSONDecodeError as exc:
-        return None, exc.pos
-    except (ValueError, RecursionError):  # an over-long integer; nesting past the C guard
-        return None, -1
-    if end != len(chunk) or not isinstance(value, dict):
-        return None, -1
-    # Brace depth is bounded by the scan; only lists (or a whole reply) can nest deeper.
-    if ("[" in chunk or chunk.count("{") > MAX_DEPTH) and not _fits(value, literal=False):
-        return None, -1
-    return value, -1
-
-
-def _load_literal(chunk: str) -> dict[str, object] | None:
-    if _ODD_ESCAPE.search(chunk):
-        return None
-    try:
-        value = ast.literal_eval(chunk)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return value if isinstance(value, dict) and _fits(value, literal=True) else None
-
-
-def _fits(value: dict[str, object], *, literal: bool) -> bool:
-    """Tell whether ``value`` nests at most MAX_DEPTH deep (and, for a literal, is JSON)."""
-    todo: list[tuple[dict[str, object] | list[object], int]] = [(value, 1)]
-    while todo:
-        item, depth = todo.pop()
-        if depth > MAX_DEPTH:
-            return False
-        if literal and isinstance(item, dict) and not set(map(type, item)) <= {str}:
-            return False
-        members = item.values() if isinstance(item, dict) else item
-        kinds = set(map(type, members))  # in C: the walk itself visits containers only
-        if literal and not kinds <= _JSON_TYPES:
-            return False
-        if dict in kinds or list in kinds:
-            todo.extend((m, depth + 1) for m in members if type(m) is dict or type(m) is list)
-    return True
-
-
-def _last_pick(value: object, names: Collection[str] | None, wrapped: bool) -> RawPick | None:
-    """Return the last pick in document order in a parsed value, not looking inside picks."""
-    todo = [value]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, dict):
-            pick = _as_pick(item, names, wrapped)
-            if pick is not None:
-                return pick
-            todo.extend(v for v in item.values() if isinstance(v, dict | list))
-        elif isinstance(item, list):
-            todo.extend(v for v in item if isinstance(v, dict | list))
-    return None
-
-
-def _as_pick(
-    obj: dict[str, object], names: Collection[str] | None, wrapped: bool
-) -> RawPick | None:
-    inner = obj.get("function")
-    if isinstance(inner, dict) and "name" in inner:  # the provider tool-call shape
-        return _build(inner, "name")
-    for key in _CALL_KEYS:
-        if key in obj:
-            return _build(obj, key)
-    if "name" not in obj:
-        return None
-    name = obj["name"]
-    if wrapped or (names is None and any(key in obj for key in _ARGS_KEYS)):
-        return _build(obj, "name")
-    if names is not None and isinstance(name, str) and name in names:
-        return _build(obj, "name")
-    return None
-
-
-def _build(obj: dict[str, object], call_key: str) -> RawPick:
-    args_key = next((key for key in _ARGS_KEYS if key in obj), None)
-    extras = {key: v for key, v in obj.items() if key not in (call_key, args_key)}
-    if args_key is None:
-        return RawPick(obj[call_key], None, False, extras)
-    args = obj[args_key]
-    if isinstance(args, str):
-        decoded, _ = _load_json(args.strip())
-        args = decoded if decoded is not None else args
-    return RawPick(obj[call_key], args, True, extras)
+        return last_pick(value, self.names, wrapped)

@@ -1,0 +1,127 @@
+"""Reading a candidate object: decoding it and recognising the shapes of a pick."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+__all__ = ["CALL_KEYS", "MAX_DEPTH", "RawPick", "last_pick", "load_json", "load_literal"]
+
+MAX_DEPTH = 64
+"""Objects and lists nested deeper than this are a parse failure."""
+
+CALL_KEYS = ("call", "action", "function", "tool")
+_ARGS_KEYS = ("args", "arguments", "parameters", "input")
+_JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
+_ODD_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*+\\[^\n\\'\"abfnrtvx0-7NuU]")
+_DECODER = json.JSONDecoder(strict=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RawPick:
+    """A pick as found in the reply, before validation against the menu.
+
+    Attributes:
+        call: The value of the call key; may be a non-string (reported as unknown_call).
+        args: The args value (a JSON string holding an object is decoded); None when absent.
+        has_args: Whether an args key (or alias) was present.
+        extras: Every other top-level key of the pick, for flattened arguments.
+    """
+
+    call: object
+    args: object
+    has_args: bool
+    extras: dict[str, object]
+
+
+def load_json(chunk: str) -> tuple[dict[str, object] | None, int]:
+    """Decode one whole JSON object; on failure return the error position (or -1)."""
+    try:
+        value, end = _DECODER.raw_decode(chunk)
+    except json.JSONDecodeError as exc:
+        return None, exc.pos
+    except (ValueError, RecursionError):  # an over-long integer; nesting past the C guard
+        return None, -1
+    if end != len(chunk) or not isinstance(value, dict):
+        return None, -1
+    # Brace depth is bounded by the scan; only lists (or a whole reply) can nest deeper.
+    if ("[" in chunk or chunk.count("{") > MAX_DEPTH) and not _fits(value, literal=False):
+        return None, -1
+    return value, -1
+
+
+def load_literal(chunk: str) -> dict[str, object] | None:
+    if _ODD_ESCAPE.search(chunk):
+        return None
+    try:
+        value = ast.literal_eval(chunk)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) and _fits(value, literal=True) else None
+
+
+def _fits(value: dict[str, object], *, literal: bool) -> bool:
+    """Tell whether ``value`` nests at most MAX_DEPTH deep (and, for a literal, is JSON)."""
+    todo: list[tuple[dict[str, object] | list[object], int]] = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            return False
+        if literal and isinstance(item, dict) and not set(map(type, item)) <= {str}:
+            return False
+        members = item.values() if isinstance(item, dict) else item
+        kinds = set(map(type, members))  # in C: the walk itself visits containers only
+        if literal and not kinds <= _JSON_TYPES:
+            return False
+        if dict in kinds or list in kinds:
+            todo.extend((m, depth + 1) for m in members if type(m) is dict or type(m) is list)
+    return True
+
+
+def last_pick(value: object, names: Collection[str] | None, wrapped: bool) -> RawPick | None:
+    """Return the last pick in document order in a parsed value, not looking inside picks."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            pick = _as_pick(item, names, wrapped)
+            if pick is not None:
+                return pick
+            todo.extend(v for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            todo.extend(v for v in item if isinstance(v, dict | list))
+    return None
+
+
+def _as_pick(
+    obj: dict[str, object], names: Collection[str] | None, wrapped: bool
+) -> RawPick | None:
+    inner = obj.get("function")
+    if isinstance(inner, dict) and "name" in inner:  # the provider tool-call shape
+        return _build(inner, "name")
+    for key in CALL_KEYS:
+        if key in obj:
+            return _build(obj, key)
+    if "name" not in obj:
+        return None
+    name = obj["name"]
+    if wrapped or (names is None and any(key in obj for key in _ARGS_KEYS)):
+        return _build(obj, "name")
+    if names is not None and isinstance(name, str) and name in names:
+        return _build(obj, "name")
+    return None
+
+
+def _build(obj: dict[str, object], call_key: str) -> RawPick:
+    args_key = next((key for key in _ARGS_KEYS if key in obj), None)
+    extras = {key: v for key, v in obj.items() if key not in (call_key, args_key)}
+    if args_key is None:
+        return RawPick(obj[call_key], None, False, extras)
+    args = obj[args_key]
+    if isinstance(args, str):
+        decoded, _ = load_json(args.strip())
+        args = decoded if decoded is not None else args
+    return RawPick(obj[call_key], args, True, extras)
