@@ -82,12 +82,17 @@ async def submit(
 
     Raises:
         TypeError: ``store`` is not a PostgresStore.
-        ValueError: ``max_concurrency`` is below 1.
+        ValueError: ``max_concurrency`` is below 1, or the flow cannot be imported by name.
     """
     pg = _postgres(store)
     if max_concurrency is not None and max_concurrency < 1:
         raise ValueError(f"max_concurrency={max_concurrency!r} must be 1 or more")
     name = FLOWS.remember(flow)
+    if name.startswith("__main__:") or "<locals>" in name:
+        raise ValueError(
+            f"flow {name} cannot be imported by the workers; define it at the top level of "
+            "a module they can import"
+        )
     runs = [
         Run(
             run_id=run_id(item) if run_id else uuid.uuid4().hex,

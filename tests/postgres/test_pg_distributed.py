@@ -129,3 +129,12 @@ def test_worker_jobs_carry_only_json() -> None:
     job = make_job("r1", "engine", 0, None, {"pick": {"call": "a"}, "model": None})
     assert json.loads(json.dumps(job.task_kwargs)) == job.task_kwargs
     assert job.queueing_lock == "run:r1"
+
+
+async def test_submit_refuses_a_flow_the_workers_cannot_import(store: PostgresStore) -> None:
+    async def local_flow(ticket: str) -> str:
+        return ticket
+
+    with pytest.raises(ValueError, match="cannot be imported by the workers"):
+        await submit(store, local_flow, ["t001"])
+    assert await store.list_runs() == []
