@@ -8,7 +8,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-__all__ = ["CALL_KEYS", "MAX_DEPTH", "RawPick", "last_pick", "load_json", "load_literal"]
+__all__ = ["CALL_KEYS", "MAX_DEPTH", "RawPick", "as_pick", "last_pick", "load_json", "load_literal"]
 
 MAX_DEPTH = 64
 """Objects and lists nested deeper than this are a parse failure."""
@@ -87,7 +87,7 @@ def last_pick(value: object, names: Collection[str] | None, wrapped: bool) -> Ra
     while todo:
         item = todo.pop()
         if isinstance(item, dict):
-            pick = _as_pick(item, names, wrapped)
+            pick = as_pick(item, names, wrapped)
             if pick is not None:
                 return pick
             todo.extend(v for v in item.values() if isinstance(v, dict | list))
@@ -96,9 +96,7 @@ def last_pick(value: object, names: Collection[str] | None, wrapped: bool) -> Ra
     return None
 
 
-def _as_pick(
-    obj: dict[str, object], names: Collection[str] | None, wrapped: bool
-) -> RawPick | None:
+def as_pick(obj: dict[str, object], names: Collection[str] | None, wrapped: bool) -> RawPick | None:
     inner = obj.get("function")
     if isinstance(inner, dict) and "name" in inner:  # the provider tool-call shape
         return _build(inner, "name")

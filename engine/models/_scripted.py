@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
 from engine._errors import ScriptExhaustedError
-from engine.models._types import Request, Response, Usage
+from engine.models._types import Request, Response, TextBlock, Usage
 
 __all__ = ["ScriptedModel"]
 
@@ -61,13 +61,14 @@ class ScriptedModel:
                 )
             text = self._script[self._next]
             self._next += 1
+        # A rough token count (4 characters a token) so usage adds up in runs and traces.
+        chars = sum(
+            len(b.text) for m in request.messages for b in m.content if isinstance(b, TextBlock)
+        )
         return Response(
             text=text,
             finish_reason="stop",
-            usage=Usage(
-                input_tokens=sum(len(m.text) for m in request.messages) // 4,
-                output_tokens=len(text) // 4,
-            ),
+            usage=Usage(input_tokens=chars // 4, output_tokens=len(text) // 4),
             model=self.name,
             latency_s=0.0,
         )
