@@ -11,10 +11,13 @@
     ├── JournalError                       a value could not be journaled or read back
     ├── RunConflictError                   another worker or resumer holds the run
     ├── MaxIterationsError (RuntimeError)  a tool loop still called tools at max_iterations
+    ├── BudgetExceededError                a run spent its retry, token or wall-time budget
+    ├── RunStopped                         the engine stopped a run between two transitions
     └── ModelError                         a provider call failed
         ├── RetryableModelError            worth another attempt (transport layer)
         │   ├── RateLimitError             429; ``retry_after`` in seconds when known
         │   ├── ProviderUnavailableError   5xx, overloaded, dropped connection
+        │   │   └── CircuitOpenError       the provider's circuit breaker is open
         │   └── ModelTimeoutError          the provider did not answer in time
         ├── BadRequestError                the provider rejected the request
         ├── AuthenticationError            missing or wrong credentials
@@ -31,6 +34,8 @@ from collections.abc import Sequence
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
+    "BudgetExceededError",
+    "CircuitOpenError",
     "DeadlineExceeded",
     "DecisionError",
     "EngineError",
@@ -45,6 +50,7 @@ __all__ = [
     "RateLimitError",
     "RetryableModelError",
     "RunConflictError",
+    "RunStopped",
     "ScriptExhaustedError",
 ]
 
@@ -161,6 +167,38 @@ class MaxIterationsError(EngineError, RuntimeError):
         )
 
 
+class BudgetExceededError(EngineError):
+    """A run spent its budget (retry attempts, tokens or wall time); the run suspends.
+
+    Attributes:
+        resource: What ran out: ``"attempts"``, ``"tokens"`` or ``"wall_s"``.
+        limit: The budget.
+        spent: What the run has spent, resumes included.
+    """
+
+    def __init__(self, resource: str, *, limit: float, spent: float) -> None:
+        self.resource = resource
+        self.limit = limit
+        self.spent = spent
+        super().__init__(
+            f"the run's {resource} budget ran out ({spent:g} spent of {limit:g}); raise "
+            f"RunBudget({resource}=...) on the Engine and resume the run"
+        )
+
+
+class RunStopped(EngineError):
+    """The engine stopped a run between two transitions (a shutdown or a cancel).
+
+    Raised where the run would have made its next live model call or step, so nothing it
+    paid for is lost; the run is recorded as ``cancelled`` with ``reason`` and resumes.
+    """
+
+    def __init__(self, reason: str, *, where: str | None = None) -> None:
+        self.reason = reason
+        self.where = where
+        super().__init__(f"the run was stopped ({reason}) before {where or 'its next step'}")
+
+
 class ModelError(EngineError):
     """A model provider call failed."""
 
@@ -185,6 +223,24 @@ class RateLimitError(RetryableModelError):
 
 class ProviderUnavailableError(RetryableModelError):
     """The provider failed on its side (5xx, overloaded) or the connection dropped."""
+
+
+class CircuitOpenError(ProviderUnavailableError):
+    """The provider's circuit breaker is open: recent calls failed, so none is sent now.
+
+    The transport layer never retries it; a run that meets it parks as suspended with the
+    reason ``provider_unavailable``, to be resumed once the provider is back.
+    """
+
+    breaker_open = True
+
+    def __init__(self, provider: str, *, retry_in_s: float) -> None:
+        self.retry_in_s = retry_in_s
+        super().__init__(
+            f"provider {provider!r} is unavailable: its circuit breaker is open after repeated "
+            f"failures (next probe in {retry_in_s:.1f}s); resume the run once it is back",
+            provider=provider,
+        )
 
 
 class ModelTimeoutError(RetryableModelError):
