@@ -11,15 +11,20 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
 from engine._context import RUNTIME_PARAMS, ambient_runtime, current_node, current_runtime
 from engine._decision._params import AGENTIC_ATTR
+from engine._policies import step_policy
 from engine._trace import Node, Trace
+
+if TYPE_CHECKING:
+    from tenacity import AsyncRetrying
 
 __all__ = ["agentic_function"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+Retry: TypeAlias = "bool | int | AsyncRetrying | None"
 _INPUT_KEYS = frozenset({"description", "options", "hidden"})
 
 
@@ -33,6 +38,7 @@ def agentic_function(
     input: Mapping[str, Mapping[str, Any]] | None = None,
     name: str | None = None,
     description: str | None = None,
+    retry: Retry = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -43,6 +49,7 @@ def agentic_function(
     input: Mapping[str, Mapping[str, Any]] | None = None,
     name: str | None = None,
     description: str | None = None,
+    retry: Retry = None,
 ) -> Any:
     """Mark a function as agentic: usable as an option or a flow, traced as a frame.
 
@@ -51,10 +58,16 @@ def agentic_function(
         input: Per-parameter metadata: ``{param: {"description", "options", "hidden"}}``.
         name: The frame and option name (the function's ``__name__`` by default).
         description: The option description (the docstring's first paragraph by default).
+        retry: Declares the function retryable when picked as an option (layer 3): ``True``
+            for :func:`engine.step_policy`'s defaults, a number of attempts, or a tenacity
+            policy of your own. Only declare it when running the function twice is safe
+            (key its side effects with :func:`engine.idempotency_key`); by default a step
+            that raises is never run again.
     """
+    policy = _step_policy(retry)
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        return _wrap(func, dict(input or {}), name, description)
+        return _wrap(func, dict(input or {}), name, description, policy)
 
     return decorate(fn) if fn is not None else decorate
 
@@ -64,6 +77,7 @@ def _wrap(
     inputs: dict[str, Mapping[str, Any]],
     name: str | None,
     description: str | None,
+    policy: AsyncRetrying | None = None,
 ) -> Callable[..., Any]:
     signature = inspect.signature(fn)
     _check_inputs(fn, signature, inputs)
@@ -92,10 +106,20 @@ def _wrap(
         # List-form options are named by __name__; __qualname__ stays, so the function is
         # still found by its import path.
         wrapper.__name__ = name
-    setattr(
-        wrapper, AGENTIC_ATTR, {"input": inputs, "name": frame_name, "description": description}
-    )
+    meta = {"input": inputs, "name": frame_name, "description": description, "retry": policy}
+    setattr(wrapper, AGENTIC_ATTR, meta)
     return wrapper
+
+
+def _step_policy(retry: Retry) -> AsyncRetrying | None:
+    """Turn ``retry=`` into a step policy (``None``: the step is not retryable)."""
+    if retry is None or retry is False:
+        return None
+    if retry is True:
+        return step_policy()
+    if isinstance(retry, int):
+        return step_policy(attempts=retry)
+    return retry
 
 
 def _check_inputs(

@@ -11,15 +11,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from engine._decision._extract import RawPick
 from engine._decision._validate import Failure, Pick, validate
-from engine._errors import DecisionError, NonDeterminismError
-from engine._hooks import Hooks
+from engine._errors import DecisionError, NonDeterminismError, RunStopped
+from engine._hooks import Hooks, RetryEvent
 from engine._jsonable import digest, from_json, to_json
+from engine._ledger import OnRetry, RetryLedger, RunBudget
 from engine.models import Model, Request, Response
 from engine.store import JournalRecord, Store
 
@@ -27,7 +28,24 @@ if TYPE_CHECKING:
     from engine._decision._menu import Menu
     from engine._trace import Node
 
-__all__ = ["JournalHooks", "ProbeDone", "ResumeOrder", "request_fingerprint"]
+__all__ = [
+    "Control",
+    "JournalHooks",
+    "ProbeDone",
+    "ResumeOrder",
+    "ledger_of",
+    "request_fingerprint",
+]
+
+
+_REPLAYED_LAYERS = frozenset({"parse", "decision"})
+
+
+class Control(Protocol):
+    """What the executor tells a running run: why to stop at its next transition, if at all."""
+
+    @property
+    def stopping(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +56,8 @@ class ResumeOrder:
     pick: Mapping[str, Any] | None = None
     model: Model | None = None
     max_retries: int | None = None
+    #: The run-level retry (layer 4) this execution is, when a run policy resumed it.
+    retry: RetryEvent | None = None
 
 
 class ProbeDone(Exception):
@@ -55,6 +75,10 @@ class _Counts:
     input_tokens: int = 0
     output_tokens: int = 0
 
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
 
 @dataclass(slots=True)
 class JournalHooks(Hooks):
@@ -66,7 +90,16 @@ class JournalHooks(Hooks):
     owner: str | None = None
     order: ResumeOrder = field(default_factory=ResumeOrder)
     probe: bool = False
+    #: Wraps each model before a live call (the engine's provider limits and breakers).
+    guard: Callable[[Model], Model] | None = None
+    budget: RunBudget | None = None
+    #: What earlier executions of the run spent: tokens, and retry attempts by layer.
+    tokens_before: int = 0
+    retries_before: Mapping[str, int] = field(default_factory=dict)
+    control: Control | None = None
+    on_retry: OnRetry | None = None
     counts: _Counts = field(default_factory=_Counts)
+    ledger: RetryLedger = field(init=False)
     _records: dict[tuple[str, str], JournalRecord] = field(default_factory=dict)
     _failures: dict[str, int] = field(default_factory=dict)
     _caught: set[str] = field(default_factory=set)
@@ -82,6 +115,35 @@ class JournalHooks(Hooks):
         # A failure the flow caught and moved past (records follow it) is part of the run's
         # history and replays as a failure; one that stopped the run is asked afresh.
         self._caught = {k for k, i in last_failure.items() if i < len(self.journal) - 1}
+        # Re-picks and decision retries replay from journaled replies, and meet their attempts
+        # again; other layers' attempts are live whenever they happen, so each one counts.
+        seen = [
+            (r.data["layer"], r.key, r.data["attempt"])
+            for r in self.journal
+            if r.kind == "retry" and isinstance(r.data, dict) and r.actor in _REPLAYED_LAYERS
+        ]
+        self.ledger = RetryLedger(
+            self.budget, self.retries_before, seen, self._note_retry, self.on_retry
+        )
+
+    def _note_retry(self, event: RetryEvent) -> None:
+        # Rides with the next write, like a model's pick: the ledger costs no commit.
+        data = {
+            "layer": event.layer,
+            "attempt": event.attempt,
+            "kind": event.kind,
+            "message": event.message,
+        }
+        self._pending.append(
+            JournalRecord(key=event.key, kind="retry", actor=event.layer, data=data)
+        )
+
+    def _live(self, key: str) -> None:
+        """Check, before live work at ``key``, that the run may go on."""
+        if self.control is not None and self.control.stopping is not None:
+            raise RunStopped(self.control.stopping, where=key)
+        if self.budget is not None:
+            self.budget.check_tokens(self.tokens_before + self.counts.tokens)
 
     # -- model calls ---------------------------------------------------------------------------
 
@@ -101,7 +163,9 @@ class JournalHooks(Hooks):
             return Response.model_validate(record.data)
         if self.probe:
             raise ProbeDone(reached=False)
-        response = await call(self.order.model or model, request)
+        self._live(node.key)
+        live = self.order.model or model
+        response = await call(self.guard(live) if self.guard is not None else live, request)
         # Journal the raw reply before anyone parses it: a crash after this line never pays
         # for the call again.
         await self._write(
@@ -116,6 +180,8 @@ class JournalHooks(Hooks):
         self.counts.model_calls += 1
         self.counts.input_tokens += response.usage.input_tokens
         self.counts.output_tokens += response.usage.output_tokens
+        if self.budget is not None:
+            self.budget.check_tokens(self.tokens_before + self.counts.tokens)
         return response
 
     # -- decisions -----------------------------------------------------------------------------
@@ -154,8 +220,7 @@ class JournalHooks(Hooks):
             raise
         finally:
             node.key = key
-        attempts = int(node.data.get("attempts", 1))
-        await self._write_pick(key, fingerprint, menu, pick, "model" if attempts == 1 else "repick")
+        await self._write_pick(key, fingerprint, menu, pick, _actor(node))
         return pick
 
     def _replay_pick(self, record: JournalRecord, fingerprint: str, menu: Menu, node: Node) -> Pick:
@@ -247,6 +312,7 @@ class JournalHooks(Hooks):
             return from_json(record.data, returns, what=f"step {node.key!r}")
         if self.probe:
             raise ProbeDone(reached=False)
+        self._live(node.key)
         result = await run()
         data = to_json(result, what=f"the result of step {node.name!r} at {node.key!r}")
         await self._write(
@@ -268,12 +334,28 @@ class JournalHooks(Hooks):
             await self.store.append(self.run_id, batch, owner=self.owner)
 
 
+def ledger_of(journal: list[JournalRecord]) -> list[dict[str, Any]]:
+    """Return the retry ledger a journal holds: one entry per retry attempt, oldest first."""
+    return [
+        {**r.data, "key": r.key, "at": r.created_at}
+        for r in journal
+        if r.kind == "retry" and isinstance(r.data, dict)
+    ]
+
+
 def request_fingerprint(request: Request) -> str:
     """Fingerprint what a request asks: its messages, tools and offered choices."""
     parts = [f"{m.role}\x1f{m.text}" for m in request.messages]
     parts.append("\x1f".join(t.name for t in request.tools or ()))
     parts.append("\x1f".join(c.name for c in request.choices or ()))
     return hashlib.blake2b("\x1e".join(parts).encode(), digest_size=8).hexdigest()
+
+
+def _actor(node: Node) -> str:
+    """Who made a live pick: the model at once, a re-pick, or a decision policy's retry."""
+    if node.data.get("retried"):
+        return "retry"
+    return "model" if int(node.data.get("attempts", 1)) == 1 else "repick"
 
 
 def _check(record: JournalRecord, fingerprint: str, key: str, what: str) -> None:

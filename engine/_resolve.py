@@ -11,8 +11,11 @@ import anyio
 import anyio.to_thread
 
 from engine._context import current_node, current_runtime
+from engine._decision._params import AGENTIC_ATTR
 from engine._decision._validate import Pick, bind
 from engine._hooks import Hooks, current_hooks
+from engine._layers import retry_step
+from engine._ledger import OnRetry
 from engine._trace import Node
 
 __all__ = ["call_option", "resolve"]
@@ -25,8 +28,13 @@ async def resolve(
     context: Mapping[str, Any] | None = None,
     hooks: Hooks | None = None,
     parent: Node | None = None,
+    on_retry: OnRetry | None = None,
 ) -> Any:
-    """Resolve a validated pick into the result of the next step (DECISION-SPEC §9)."""
+    """Resolve a validated pick into the result of the next step (DECISION-SPEC §9).
+
+    A function option declared retryable (``@agentic_function(retry=...)``) runs under its
+    step policy; any other runs once.
+    """
     option = pick.option
     if option.kind == "value":
         return option.handler
@@ -46,6 +54,10 @@ async def resolve(
     node = parent.child("step", option.name)
     node_token = current_node.set(node)
     runtime_token = current_runtime.set(runtime) if runtime is not None else None
+    meta = getattr(fn, AGENTIC_ATTR, None)
+    policy = meta.get("retry") if meta else None
+    if policy is not None:
+        run = functools.partial(retry_step, policy, node, run, on_retry)
     try:
         result = await hooks.step(node, fn, run, _returns(fn))
     except BaseException as exc:

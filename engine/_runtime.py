@@ -9,7 +9,6 @@ tool loop of :mod:`engine._tools`.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -22,6 +21,8 @@ from engine._decision._prompts import DECISION_FINISH_INSTRUCTION, repick_text
 from engine._decision._validate import Failure, Pick, validate
 from engine._errors import REPLY_HEAD, DeadlineExceeded, DecisionError
 from engine._hooks import Hooks, RetryEvent, current_hooks
+from engine._layers import DecisionRetry
+from engine._ledger import note_retry
 from engine._requests import Content, blocks_of, build_request, choice_specs, message, pick_schema
 from engine._resolve import call_option, resolve
 from engine._retry import Transport
@@ -31,7 +32,11 @@ from engine.models import Model, Request, Response, TextBlock
 from engine.models._registry import model_from_string
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from tenacity import AsyncRetrying
+
+    from engine._policies import DecisionPolicy
 
 __all__ = ["OnRetry", "Runtime", "build_request", "call_option", "choice_specs", "resolve"]
 
@@ -56,6 +61,9 @@ class Runtime:
             ``"off"`` never (text parsing only), ``"on"`` always (a model that cannot is a
             ``ValueError`` at the decision). Picks are parsed and validated the same way in
             every mode.
+        decision: The decision policy (layer 2): after a ``DecisionError``, ask the whole
+            decision again from scratch, optionally down a chain of fallback models (see
+            :func:`engine.decision_policy`); ``None``: a failed decision raises at once.
     """
 
     def __init__(
@@ -66,6 +74,7 @@ class Runtime:
         trace: Trace | None = None,
         transport: AsyncRetrying | None = None,
         enforce: Enforce = "auto",
+        decision: DecisionPolicy | None = None,
     ) -> None:
         if enforce not in ("auto", "off", "on"):
             raise ValueError(f"enforce must be 'auto', 'off' or 'on', got {enforce!r}")
@@ -74,6 +83,7 @@ class Runtime:
         self.trace = trace if trace is not None else Trace()
         self.transport = transport
         self.enforce = enforce
+        self.decision = decision
 
     def __repr__(self) -> str:
         return f"Runtime(model={getattr(self.model, 'name', self.model)!r})"
@@ -166,17 +176,26 @@ class Runtime:
         # This is the hot path of every decision: tokens instead of context managers.
         token = current_node.set(node)
         try:
-            ask = _Asker(self, hooks, node, menu, model, max_retries, on_retry)
-            if tools is not None:
-                ask.loop = ToolLoop(
-                    self,
-                    tools,
-                    model=model,
-                    hooks=hooks,
-                    max_iterations=max_iterations,
-                    context=context,
-                    on_retry=on_retry,
-                )
+
+            def asker(at: Node, on: Model, retries: int) -> _Asker:
+                ask = _Asker(self, hooks, at, menu, on, retries, on_retry)
+                if tools is not None:
+                    ask.loop = ToolLoop(
+                        self,
+                        tools,
+                        model=on,
+                        hooks=hooks,
+                        max_iterations=max_iterations,
+                        context=context,
+                        on_retry=on_retry,
+                    )
+                return ask
+
+            ask: Callable[[Request], Awaitable[Pick]]
+            if self.decision is None:
+                ask = asker(node, model, max_retries)
+            else:
+                ask = DecisionRetry(self.decision, node, model, asker, max_retries, on_retry)
             try:
                 if timeout_s is None:
                     pick = await hooks.decision(node, menu, request, ask)
@@ -187,7 +206,9 @@ class Runtime:
                 node.close("error", error=type(exc).__name__)
                 raise
             node.close("ok", pick=pick.option.name, args=pick.args)
-            return await resolve(pick, runtime=self, context=context, hooks=hooks, parent=node)
+            return await resolve(
+                pick, runtime=self, context=context, hooks=hooks, parent=node, on_retry=on_retry
+            )
         finally:
             current_node.reset(token)
 
@@ -359,11 +380,7 @@ class _Asker:
         return validate(find_pick(response.text, self.menu.by_name), self.menu)
 
     async def _retry_event(self, attempt: int, kind: str, message: str) -> None:
-        if self.on_retry is None:
-            return
-        result = self.on_retry(RetryEvent("parse", attempt, kind, message, self.node.key))
-        if inspect.isawaitable(result):
-            await result
+        await note_retry(RetryEvent("parse", attempt, kind, message, self.node.key), self.on_retry)
 
 
 def _check_retries(max_retries: int) -> None:

@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 RunStatus = Literal["queued", "running", "completed", "suspended", "failed", "cancelled"]
-JournalKind = Literal["model", "pick", "step", "decision_failed"]
+JournalKind = Literal["model", "pick", "step", "decision_failed", "retry"]
 
 #: Statuses a run does not leave without a resume.
 FINISHED: frozenset[str] = frozenset({"completed", "suspended", "failed", "cancelled"})
@@ -69,6 +69,12 @@ class Run(BaseModel):
     model_calls: int = 0
     usage: TokenUsage = Field(default_factory=TokenUsage)
     resumes: int = 0
+    #: Retry attempts so far, by layer (``transport``, ``parse``, ``decision``, ``step``,
+    #: ``run``), resumes included; each attempt is also a ``retry`` record of the journal.
+    retries: dict[str, int] = Field(default_factory=dict)
+    #: Seconds the run has spent running, all its executions together (a wall-time budget
+    #: counts these, not the time it waited suspended).
+    active_s: float = 0.0
     owner: str | None = None
     lease_expires_at: float | None = None
     created_at: float = Field(default_factory=time.time)
@@ -79,8 +85,9 @@ class Run(BaseModel):
 
 
 class JournalRecord(BaseModel):
-    """One journaled transition: a model reply, a pick, a step result or a failed decision.
+    """One journal record: a model reply, a pick, a step result, a failed decision or a retry.
 
+    ``retry`` records are the run's retry ledger: one per attempt at any layer, with its cause.
     ``key`` is the node's deterministic key; ``fingerprint`` hashes what was asked, so replay
     can tell when the flow now asks something else under the same key.
     """
