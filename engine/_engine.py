@@ -5,39 +5,59 @@ resume, ``suspended | failed | cancelled → running``. Every status change is a
 compare-and-set in the store, so two resumers of one run cannot both proceed. While a run
 is ``running`` its owner renews a lease; a run whose lease ran out (its process died) is
 taken over by :meth:`Engine.recover` and replayed from its journal.
+
+Every model call of every run goes through the engine's :class:`~engine.ProviderGuard`:
+its provider limits, its rate-limit pauses and its circuit breakers are shared by all the
+runs of the engine (and of every engine given the same guard).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from engine._batch import DEFAULT_CONCURRENCY, Batch, OnProgress
 from engine._branches import gather, map
+from engine._breaker import CircuitBreaker
 from engine._errors import RunConflictError
 from engine._executor import Executor, lease_expired
 from engine._flows import FLOWS, encode_input
-from engine._journal import ResumeOrder
+from engine._guard import ProviderGuard
+from engine._hooks import RetryEvent
+from engine._journal import ResumeOrder, ledger_of
+from engine._layers import retry_run
+from engine._ledger import OnRetry, RunBudget
+from engine._limits import ModelLimits
 from engine._log import log
 from engine._runtime import Runtime
+from engine._stopping import cancel_run, shutdown
 from engine.models import Model
 from engine.store import Run, RunStatus, Store
 
+if TYPE_CHECKING:
+    from tenacity import AsyncRetrying
+
+    from engine._policies import DecisionPolicy
+
 __all__ = ["Engine"]
 
-
 Flow = Callable[..., Any]
+Inputs = Iterable[Any] | AsyncIterable[Any]
 _NO_LIMIT: AbstractAsyncContextManager[object] = nullcontext()
 _ORPHANABLE: tuple[RunStatus, ...] = ("queued", "running")
-_RESUMABLE: frozenset[str] = frozenset({"suspended", "failed", "cancelled", "queued"})
+_DEFAULT_BREAKER = CircuitBreaker()
 
 
 class Engine:
     """Run flows durably: journal every transition, resume stopped runs, recover crashed ones.
+
+    Every setting has a default that does the right thing without configuration; the table
+    in ``docs/retries.md`` lists them.
 
     Args:
         model: The model flows use: a :class:`~engine.models.Model`, or a string such as
@@ -47,6 +67,20 @@ class Engine:
         runtime: A ready :class:`~engine.Runtime` to use instead of ``model``.
         lease_s: How long a running run's ownership lasts without renewal; a run whose owner
             stopped renewing is taken over by :meth:`recover` after this long.
+        limits: Provider limits (:class:`~engine.ModelLimits`) for every model, or by model
+            name, or a :class:`~engine.ProviderGuard` shared with other engines. A 429's
+            ``retry_after`` pauses the model for every run in any case.
+        breaker: The circuit breaker of each provider (``None``: none); ignored when
+            ``limits`` is a guard, which has its own.
+        decision_policy: Layer 2 (see :func:`~engine.decision_policy`): ask a failed decision
+            again from scratch, optionally on fallback models; off by default.
+        run_policy: Layer 4 (see :func:`~engine.run_policy`): resume runs that suspended
+            for a reason worth a retry (an unavailable provider); off by default.
+        budget: What each run may spend, resumes included (:class:`~engine.RunBudget`).
+        timeout_s: The longest any run may run at once; past it the run is recorded
+            ``cancelled`` (``timeout``) and resumes.
+        on_retry: Called with every retry attempt at every layer of every run.
+        grace_s: How long :meth:`shutdown` lets runs reach their next transition.
     """
 
     gather = staticmethod(gather)
@@ -60,11 +94,21 @@ class Engine:
         concurrency: int | None = None,
         runtime: Runtime | None = None,
         lease_s: float = 60.0,
+        limits: ModelLimits | Mapping[str, ModelLimits] | ProviderGuard | None = None,
+        breaker: CircuitBreaker | None = _DEFAULT_BREAKER,
+        decision_policy: DecisionPolicy | None = None,
+        run_policy: AsyncRetrying | None = None,
+        budget: RunBudget | None = None,
+        timeout_s: float | None = None,
+        on_retry: OnRetry | None = None,
+        grace_s: float = 10.0,
     ) -> None:
         if runtime is None:
             if model is None:
                 raise TypeError("Engine needs model= (or runtime=)")
             runtime = Runtime(model=model)
+        if decision_policy is not None:
+            runtime.decision = decision_policy
         if store is None:
             from engine.store import SQLiteStore
 
@@ -72,10 +116,32 @@ class Engine:
         self.runtime = runtime
         self.store = store
         self.lease_s = lease_s
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.run_policy = run_policy
+        self.on_retry = on_retry
+        self.grace_s = grace_s
         self.owner = f"{uuid.uuid4().hex[:12]}"
+        self.guard = (
+            limits if isinstance(limits, ProviderGuard) else ProviderGuard(limits, breaker=breaker)
+        )
         self._limiter = anyio.CapacityLimiter(concurrency) if concurrency else None
         self._flows = FLOWS
-        self._executor = Executor(store, runtime, self.owner, lease_s)
+        self._executor = Executor(
+            store,
+            runtime,
+            self.owner,
+            lease_s,
+            guard=self.guard.wrap,
+            budget=budget,
+            on_retry=on_retry,
+        )
+        self._batches: set[Batch] = set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`shutdown` was called: runs stop at their next transition."""
+        return self._executor.halt.stopping is not None
 
     # -- starting runs -------------------------------------------------------------------------
 
@@ -84,53 +150,79 @@ class Engine:
 
         An existing ``run_id`` returns the stored run whatever its status, without running
         or resuming it. A ``DecisionError`` suspends the run and any other exception fails
-        it: both are returned, not raised.
+        it: both are returned, not raised (see ``docs/retries.md`` for every outcome).
         """
-        name = self._flows.remember(flow)
-        async with self._slot():
-            now = time.time()
-            # Started at once, so created running: the insert is also the claim.
-            record = Run(
-                run_id=run_id or uuid.uuid4().hex,
-                flow=name,
-                status="running",
-                input=encode_input(name, args, kwargs),
-                owner=self.owner,
-                lease_expires_at=now + self.lease_s,
-                started_at=now,
-            )
-            stored, created = await self.store.create_run(record)
-            if not created:
-                return stored
-            return await self._executor.execute(flow, stored, ResumeOrder(), journal=False)
+        return await self._start(flow, args, kwargs, run_id or uuid.uuid4().hex, self.timeout_s)
 
     async def run_many(
         self,
         flow: Flow,
-        inputs: Iterable[Any],
+        inputs: Inputs,
         *,
         concurrency: int | None = None,
         run_id: Callable[[Any], str] | None = None,
+        timeout_s: float | None = None,
+        progress: OnProgress | None = None,
+        handle_signals: bool = False,
     ) -> list[Run]:
         """Run ``flow(item)`` for every input; return the runs in input order.
 
-        At most ``concurrency`` runs of this batch are in flight. Stopped runs are returned,
-        not raised.
+        Stopped runs are returned, not raised; after a shutdown, only the runs that started
+        are. The arguments are :meth:`as_completed`'s.
         """
-        out = {index: run async for index, run in self._indexed(flow, inputs, concurrency, run_id)}
-        return [out[i] for i in range(len(out))]
+        batch = self.as_completed(
+            flow,
+            inputs,
+            concurrency=concurrency,
+            run_id=run_id,
+            timeout_s=timeout_s,
+            progress=progress,
+            handle_signals=handle_signals,
+        )
+        async with batch:
+            out = {index: run async for index, run in batch.indexed()}
+        return [out[i] for i in sorted(out)]
 
-    async def as_completed(
+    def as_completed(
         self,
         flow: Flow,
-        inputs: Iterable[Any],
+        inputs: Inputs,
         *,
         concurrency: int | None = None,
         run_id: Callable[[Any], str] | None = None,
-    ) -> AsyncIterator[Run]:
-        """Like :meth:`run_many`, but yield each run as it finishes."""
-        async for _, run in self._indexed(flow, inputs, concurrency, run_id):
-            yield run
+        timeout_s: float | None = None,
+        progress: OnProgress | None = None,
+        handle_signals: bool = False,
+    ) -> Batch:
+        """Run ``flow(item)`` for every input; hand each run back as it finishes.
+
+        Use it as ``async with engine.as_completed(flow, inputs) as runs: async for run in
+        runs: ...``. Leaving the block early cancels the runs still in flight (recorded
+        ``cancelled``, resumable); ``runs.cancel()`` does the same from inside it.
+
+        Args:
+            flow: The flow; each input is its one argument.
+            inputs: Any iterable or async iterable, read one item at a time as slots free up
+                (a generator or a file's lines: memory stays flat).
+            concurrency: Runs of this batch in flight at most (the engine's ``concurrency``,
+                else :data:`~engine._batch.DEFAULT_CONCURRENCY`).
+            run_id: A function of the input giving its run id; random ids otherwise.
+            timeout_s: Per run: past it, the run is recorded ``cancelled`` (``timeout``).
+            progress: Called with a :class:`~engine.BatchProgress` at each start and end.
+            handle_signals: On SIGINT or SIGTERM, :meth:`shutdown` the engine gracefully
+                (a second signal cuts the grace period short).
+        """
+        return Batch(
+            self,
+            flow,
+            inputs,
+            concurrency=concurrency or self.concurrency or DEFAULT_CONCURRENCY,
+            run_id=run_id,
+            timeout_s=timeout_s if timeout_s is not None else self.timeout_s,
+            progress=progress,
+            handle_signals=handle_signals,
+            grace_s=self.grace_s,
+        )
 
     async def submit(
         self,
@@ -159,42 +251,30 @@ class Engine:
             max_concurrency=max_concurrency,
         )
 
-    async def _indexed(
+    async def _start(
         self,
         flow: Flow,
-        inputs: Iterable[Any],
-        concurrency: int | None,
-        run_id: Callable[[Any], str] | None,
-    ) -> AsyncIterator[tuple[int, Run]]:
-        limiter = anyio.CapacityLimiter(concurrency) if concurrency else None
-        send, receive = anyio.create_memory_object_stream[tuple[int, Run]](max_buffer_size=64)
-
-        async def one(index: int, item: Any) -> None:
-            try:
-                run = await self.run(flow, item, run_id=run_id(item) if run_id else None)
-                await send.send((index, run))
-            finally:
-                if limiter is not None:
-                    limiter.release_on_behalf_of(index)
-
-        async def feed() -> None:
-            async with send, anyio.create_task_group() as tg:
-                for index, item in enumerate(inputs):
-                    if limiter is not None:
-                        await limiter.acquire_on_behalf_of(index)
-                    tg.start_soon(one, index, item)
-
-        async with anyio.create_task_group() as tg, receive:
-            tg.start_soon(feed)
-            # One renewer keeps every lease of the batch alive, instead of a task per run.
-            self._executor.batch_renewers += 1
-            tg.start_soon(self._executor.renew_all)
-            try:
-                async for pair in receive:
-                    yield pair
-            finally:
-                self._executor.batch_renewers -= 1
-                tg.cancel_scope.cancel()
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        run_id: str,
+        timeout_s: float | None,
+    ) -> Run:
+        """Create the run and execute it; apply the run policy to how it ended."""
+        name = self._flows.remember(flow)
+        async with self._slot():
+            now = time.time()
+            # Started at once, so created running: the insert is also the claim.
+            record = Run(
+                run_id=run_id,
+                flow=name,
+                status="running",
+                input=encode_input(name, args, kwargs),
+                owner=self.owner,
+                lease_expires_at=now + self.lease_s,
+                started_at=now,
+            )
+            run, created = await self._executor.start(flow, record, timeout_s)
+        return await self._after(flow, run) if created else run
 
     # -- reading runs --------------------------------------------------------------------------
 
@@ -209,6 +289,14 @@ class Engine:
     async def trace(self, run_id: str) -> dict[str, Any] | None:
         """Return the stored trace of a run (as exported by :meth:`Trace.to_dict`)."""
         return await self.store.load_trace(run_id)
+
+    async def retries(self, run_id: str) -> list[dict[str, Any]]:
+        """Return the run's retry ledger: every retry attempt at every layer, with its cause.
+
+        Each entry holds ``layer``, ``attempt``, ``kind`` (the cause), ``message``, ``key``
+        (the node it retried) and ``at`` (a Unix time), oldest first.
+        """
+        return ledger_of(await self.store.load_journal(run_id))
 
     async def prune(
         self, *, older_than_s: float | None = None, keep_last: int | None = None
@@ -245,11 +333,13 @@ class Engine:
         if run.status == "completed":
             return run
         fn = self._flows.find(run.flow, flow)
-        if pick is not None and run.status != "suspended":
+        decided = run.status == "suspended" and run.error is not None and run.error.options
+        if pick is not None and not decided:
             raise ValueError(
                 f"pick= settles a suspended run's decision; run {run_id!r} is {run.status}"
+                + (f" ({run.error.kind})" if run.error is not None else "")
             )
-        where = run.error.where if run.error is not None and run.status == "suspended" else None
+        where = run.error.where if run.error is not None and decided else None
         order = ResumeOrder(where=where, pick=pick, model=model, max_retries=max_retries)
         if pick is not None:
             await self._executor.probe(fn, run, order)
@@ -258,7 +348,7 @@ class Engine:
                 f"run {run_id!r} is running under owner {run.owner!r}; wait for it to stop",
                 run_id=run_id,
             )
-        return await self._execute(fn, run, order, journal=True)
+        return await self._after(fn, await self._execute(fn, run, order))
 
     async def recover(self, *, concurrency: int | None = None) -> list[Run]:
         """Resume every run whose owner stopped renewing its lease (its process died).
@@ -279,7 +369,7 @@ class Engine:
             fn = self._flows.find(run.flow)
             async with limiter if limiter is not None else _NO_LIMIT:
                 try:
-                    recovered.append(await self._execute(fn, run, ResumeOrder(), journal=True))
+                    recovered.append(await self._execute(fn, run, ResumeOrder()))
                 except RunConflictError:
                     log.info("recover_skipped", run_id=run.run_id)  # another process took it
 
@@ -288,11 +378,52 @@ class Engine:
                 tg.start_soon(take, run)
         return recovered
 
+    # -- stopping ------------------------------------------------------------------------------
+
+    async def cancel(self, run_id: str) -> Run:
+        """Cancel one run: in flight here, it stops now; stopped, it is marked ``cancelled``.
+
+        Either way the run keeps its journal and resumes. A completed or cancelled run is
+        returned as it is.
+
+        Raises:
+            KeyError: Unknown run id.
+            RunConflictError: The run is running under another owner.
+        """
+        return await cancel_run(self._executor, run_id)
+
+    async def shutdown(self, grace_s: float | None = None) -> None:
+        """Stop gracefully: start no run, let runs reach their next transition, then cut.
+
+        Every batch stops starting runs. Each run in flight goes on until its current model
+        call or step ends, and stops before the next one (nothing paid for is lost); after
+        ``grace_s`` (the engine's ``grace_s`` by default) the runs still going are cancelled.
+        Every stopped run is recorded ``cancelled`` (``shutdown``) with its journal intact.
+        After a shutdown the engine stops every run at its first transition.
+        """
+        grace = self.grace_s if grace_s is None else grace_s
+        await shutdown(self._executor, list(self._batches), grace)
+
     # -- execution -----------------------------------------------------------------------------
 
-    async def _execute(self, flow: Flow, run: Run, order: ResumeOrder, *, journal: bool) -> Run:
+    async def _execute(self, flow: Flow, run: Run, order: ResumeOrder) -> Run:
         async with self._slot():
-            return await self._executor.execute(flow, run, order, journal)
+            return await self._executor.execute(
+                flow, run, order, journal=True, timeout_s=self.timeout_s
+            )
+
+    async def _after(self, flow: Flow, run: Run) -> Run:
+        """Apply the run policy (layer 4): resume a suspended run while the policy says so."""
+        if self.run_policy is None or run.status != "suspended":
+            return run
+
+        async def resume(stopped: Run, event: RetryEvent) -> Run:
+            error = stopped.error
+            where = error.where if error is not None and error.options else None
+            stored = await self.store.get_run(stopped.run_id)
+            return await self._execute(flow, stored or stopped, ResumeOrder(where, retry=event))
+
+        return await retry_run(self.run_policy, run, resume)
 
     def _slot(self) -> AbstractAsyncContextManager[object]:
         """Hold one of the engine's run slots (a no-op without ``concurrency=``)."""

@@ -2,15 +2,19 @@
 
 :class:`Executor` does the work behind :class:`~engine.Engine`: it takes a run over by
 compare-and-set, replays and extends its journal through :class:`JournalHooks`, keeps its
-lease alive while it runs, and records how it ended (completed, suspended on a
-``DecisionError``, failed with a traceback, or cancelled) in one final transaction with the
-journal's tail and the trace.
+lease alive while it runs, and records how it ended (see :mod:`engine._outcome`) in one
+final transaction with the journal's tail, the retry counts and the trace.
+
+Each run executes inside a cancel scope of its own: a per-run timeout, a wall-time budget,
+:meth:`Executor.stop` and a batch's cancel or shutdown cancel that scope, and the run is
+recorded and returned like any other outcome. A cancellation from outside (the caller's
+scope) records the run as cancelled too, then propagates.
 """
 
 from __future__ import annotations
 
+import math
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -21,28 +25,57 @@ from engine._errors import DecisionError, RunConflictError
 from engine._flows import decode_input
 from engine._hooks import current_hooks
 from engine._journal import JournalHooks, ProbeDone, ResumeOrder
-from engine._jsonable import to_json
+from engine._leases import Halt, Holder, Leases, lease_expired
+from engine._ledger import OnRetry, RunBudget, current_ledger
 from engine._log import log
+from engine._outcome import Outcome, verdict
 from engine._runtime import Runtime
 from engine._trace import Trace
+from engine.models import Model
 from engine.store import Run, RunErrorInfo, RunStatus, Store, TokenUsage
 
 __all__ = ["Executor", "lease_expired"]
 
 Flow = Callable[..., Any]
+Guard = Callable[[Model], Model]
 _RESUMABLE: frozenset[str] = frozenset({"suspended", "failed", "cancelled", "queued"})
+_EVENTS: dict[str, str] = {
+    "completed": "run_completed",
+    "suspended": "run_suspended",
+    "failed": "run_failed",
+    "cancelled": "run_cancelled",
+}
 
 
 class Executor:
-    """Execute runs of one engine: the owner token, the lease, the store and the runtime."""
+    """Execute runs of one engine: the owner token, the leases, the store and the runtime."""
 
-    def __init__(self, store: Store, runtime: Runtime, owner: str, lease_s: float) -> None:
+    def __init__(
+        self,
+        store: Store,
+        runtime: Runtime,
+        owner: str,
+        lease_s: float,
+        *,
+        guard: Guard | None = None,
+        budget: RunBudget | None = None,
+        on_retry: OnRetry | None = None,
+    ) -> None:
         self.store = store
         self.runtime = runtime
         self.owner = owner
         self.lease_s = lease_s
-        self.holders: dict[str, _Holder] = {}
-        self.batch_renewers = 0
+        self.guard = guard
+        self.budget = budget
+        self.on_retry = on_retry
+        self.leases = Leases(store, owner, lease_s)
+        #: The engine's shutdown: every run stops at its next transition once it is set.
+        self.halt = Halt()
+
+    @property
+    def holders(self) -> dict[str, Holder]:
+        """The runs in flight here, by id."""
+        return self.leases.holders
 
     async def probe(self, flow: Flow, run: Run, order: ResumeOrder) -> None:
         """Replay without writing up to the failing decision, to validate a human pick first."""
@@ -58,60 +91,138 @@ class Executor:
         except Exception:
             return
 
-    async def execute(self, flow: Flow, run: Run, order: ResumeOrder, journal: bool) -> Run:
+    async def start(self, flow: Flow, record: Run, timeout_s: float | None) -> tuple[Run, bool]:
+        """Create a run (``running``, owned here) and execute it; an existing id is returned.
+
+        Returns:
+            The run as stored when it ended (or as found), and whether it was created here.
+        """
+        # Shielded: a run that exists must also be executed here, or be recorded as cut.
+        with anyio.CancelScope(shield=True):
+            stored, created = await self.store.create_run(record)
+        if not created:
+            return stored, False
+        order = ResumeOrder()
+        return await self.execute(flow, stored, order, journal=False, timeout_s=timeout_s), True
+
+    async def execute(
+        self,
+        flow: Flow,
+        run: Run,
+        order: ResumeOrder,
+        journal: bool,
+        *,
+        timeout_s: float | None = None,
+    ) -> Run:
+        """Run (or resume, with ``journal``) one run to its end and return it as stored."""
         if journal:  # a resume or a recovery: take the run over, then read its journal
             run = await self.claim(run)
         records = await self.store.load_journal(run.run_id) if journal else []
-        hooks = JournalHooks(run.run_id, self.store, records, owner=self.owner, order=order)
+        holder = Holder(run, self.halt)
+        hooks = JournalHooks(
+            run.run_id,
+            self.store,
+            records,
+            owner=self.owner,
+            order=order,
+            guard=self.guard,
+            budget=self.budget,
+            tokens_before=run.usage.total_tokens,
+            retries_before=run.retries,
+            control=holder,
+            on_retry=self.on_retry,
+        )
         trace = Trace()
-        holder = _Holder(run)
         log.debug("run_started", run_id=run.run_id, flow=run.flow, resume=journal)
-        outcome: Exception | None = None
-        result: Any = None
         self.holders[run.run_id] = holder
         try:
-            if self.batch_renewers:  # a batch renewer keeps this run's lease alive
-                try:
-                    result = await self.call_flow(flow, run, hooks, trace)
-                except Exception as exc:
-                    outcome = exc
-            else:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._renew_lease, holder)
-                    try:
-                        result = await self.call_flow(flow, run, hooks, trace)
-                    except Exception as exc:  # handled below, outside the task group
-                        outcome = exc
-                    finally:
-                        tg.cancel_scope.cancel()
-        except BaseException:
+            outcome = await self._run(flow, holder, hooks, trace, timeout_s)
+        except BaseException:  # cancelled from outside: record where it stands, then go on
             self.holders.pop(run.run_id, None)
             with anyio.CancelScope(shield=True):
-                await self._finish(holder, hooks, trace, "cancelled")
+                await self._finish(holder, hooks, trace, Outcome(stopped="cancelled"))
+            holder.done.set()
             raise
         self.holders.pop(run.run_id, None)
-        if isinstance(outcome, DecisionError):
-            return await self._finish(holder, hooks, trace, "suspended", error=_suspension(outcome))
-        if outcome is not None:
-            return await self._finish(holder, hooks, trace, "failed", error=_failure(outcome))
         try:
-            data = to_json(result, what=f"the result of flow {run.flow}")
-        except Exception as exc:
-            return await self._finish(holder, hooks, trace, "failed", error=_failure(exc))
-        return await self._finish(holder, hooks, trace, "completed", result=data)
+            return await self._finish(holder, hooks, trace, outcome)
+        finally:
+            holder.done.set()
+
+    async def _run(
+        self,
+        flow: Flow,
+        holder: Holder,
+        hooks: JournalHooks,
+        trace: Trace,
+        timeout_s: float | None,
+    ) -> Outcome:
+        """Run the flow in the run's own cancel scope; return how it ended."""
+        deadline, why, limit = self._deadline(holder.run, timeout_s)
+        outcome = Outcome()
+        with anyio.CancelScope(deadline=deadline) as scope:
+            holder.scope = scope
+            try:
+                if hooks.order.retry is not None:
+                    await hooks.ledger.note(hooks.order.retry)  # a run policy's resume
+                outcome.value = await self._with_lease(flow, holder, hooks, trace)
+            except Exception as exc:  # recorded by the caller, outside the scope
+                outcome.error = exc
+        holder.scope = None
+        if scope.cancelled_caught:
+            outcome.stopped = holder.stop_reason or why
+            outcome.limit = limit
+        outcome.spent_s = holder.run.active_s + time.monotonic() - holder.started
+        return outcome
+
+    def _deadline(self, run: Run, timeout_s: float | None) -> tuple[float, str, float | None]:
+        """Return the run's deadline (anyio time), what it is, and the limit behind it."""
+        deadline, why, limit = math.inf, "cancelled", None
+        now = anyio.current_time()
+        if timeout_s is not None:
+            deadline, why, limit = now + timeout_s, "timeout", timeout_s
+        wall = self.budget.wall_s if self.budget is not None else None
+        if wall is not None and now + wall - run.active_s < deadline:
+            deadline, why, limit = now + wall - run.active_s, "budget_exceeded", wall
+        return deadline, why, limit
+
+    async def _with_lease(
+        self, flow: Flow, holder: Holder, hooks: JournalHooks, trace: Trace
+    ) -> Any:
+        if self.leases.shared:  # a batch renewer keeps this run's lease alive
+            return await self.call_flow(flow, holder.run, hooks, trace)
+        error: Exception | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.leases.renew_one, holder)
+            try:
+                value = await self.call_flow(flow, holder.run, hooks, trace)
+            except Exception as exc:  # raised outside the group, not wrapped in an exception group
+                error = exc
+            finally:
+                tg.cancel_scope.cancel()
+        if error is not None:
+            raise error
+        return value
 
     async def call_flow(self, flow: Flow, run: Run, hooks: JournalHooks, trace: Trace) -> Any:
+        """Call the flow with the run's hooks, trace root, runtime, id and retry ledger."""
         args, kwargs = decode_input(flow, run.input)
         root = trace.open("run", run.flow, parent=None, run_id=run.run_id)
+        retry = hooks.order.retry
+        if retry is not None:
+            node = root.child("retry", "run", layer="run", attempt=retry.attempt, after=retry.kind)
+            node.close("ok")
         tokens = (
             current_hooks.set(hooks),
             current_node.set(root),
             current_runtime.set(self.runtime),
             current_run_id.set(run.run_id),
+            current_ledger.set(hooks.ledger),
         )
         try:
             return await flow(*args, **kwargs)
         finally:
+            current_ledger.reset(tokens[4])
             current_run_id.reset(tokens[3])
             current_runtime.reset(tokens[2])
             current_node.reset(tokens[1])
@@ -119,6 +230,11 @@ class Executor:
             root.close()
 
     async def claim(self, run: Run) -> Run:
+        """Take a run over by compare-and-set: ``running``, owned here, with a fresh lease.
+
+        Raises:
+            RunConflictError: Another owner holds a live lease on it, or won the race.
+        """
         now = time.time()
         held = run.owner is not None and run.owner != self.owner
         if held and not lease_expired(run, now):
@@ -147,38 +263,6 @@ class Executor:
             )
         return claimed
 
-    async def _renew_lease(self, holder: _Holder) -> None:
-        while True:
-            await anyio.sleep(self.lease_s / 3)
-            if not await self._renew(holder):
-                return
-
-    async def renew_all(self) -> None:
-        while True:
-            await anyio.sleep(self.lease_s / 3)
-            async with anyio.create_task_group() as tg:  # concurrent: one group commit
-                for holder in list(self.holders.values()):
-                    tg.start_soon(self._renew, holder)
-
-    async def _renew(self, holder: _Holder) -> bool:
-        """Extend one run's lease; return False when the run is no longer this owner's."""
-        # Shielded: a renewal that commits must also update the holder, or the run's final
-        # compare-and-set would use a stale version.
-        async with holder.lock:
-            run = holder.run
-            if run.owner != self.owner or run.status != "running":
-                return False
-            with anyio.CancelScope(shield=True):
-                renewed = await self.store.update_run(
-                    run.model_copy(update={"lease_expires_at": time.time() + self.lease_s}),
-                    expected_version=run.version,
-                )
-            if renewed is None:
-                log.warning("lease_lost", run_id=run.run_id)
-                return False
-            holder.run = renewed
-            return True
-
     async def _write_final(
         self, hooks: JournalHooks, final: Run, version: int, trace: Trace
     ) -> Run | None:
@@ -197,35 +281,12 @@ class Executor:
         return stored
 
     async def _finish(
-        self,
-        holder: _Holder,
-        hooks: JournalHooks,
-        trace: Trace,
-        status: RunStatus,
-        *,
-        result: Any = None,
-        error: RunErrorInfo | None = None,
+        self, holder: Holder, hooks: JournalHooks, trace: Trace, outcome: Outcome
     ) -> Run:
         async with holder.lock:
             run = holder.run
-            counts = hooks.counts
-            usage = TokenUsage(
-                input_tokens=run.usage.input_tokens + counts.input_tokens,
-                output_tokens=run.usage.output_tokens + counts.output_tokens,
-            )
-            final = run.model_copy(
-                update={
-                    "status": status,
-                    "result": result,
-                    "error": error,
-                    "owner": None,
-                    "lease_expires_at": None,
-                    "finished_at": time.time(),
-                    "usage": usage,
-                    "transitions": run.transitions + counts.transitions,
-                    "model_calls": run.model_calls + counts.model_calls,
-                }
-            )
+            status, result, error = verdict(outcome, run.flow)
+            final = run.model_copy(update=_final_update(run, hooks, holder, status, result, error))
             stored = await self._write_final(hooks, final, run.version, trace)
             if stored is None:
                 raise RunConflictError(
@@ -234,46 +295,35 @@ class Executor:
                     run_id=run.run_id,
                 )
             holder.run = stored
-        log.info(_EVENTS[status], run_id=run.run_id, flow=run.flow)
+        if error is None:
+            log.info(_EVENTS[status], run_id=run.run_id, flow=run.flow)
+        else:
+            log.info(_EVENTS[status], run_id=run.run_id, flow=run.flow, kind=error.kind)
         return stored
 
 
-_EVENTS: dict[str, str] = {
-    "completed": "run_completed",
-    "suspended": "run_suspended",
-    "failed": "run_failed",
-    "cancelled": "run_cancelled",
-}
-
-
-class _Holder:
-    """The latest stored version of a running run, shared by the run and its lease renewer."""
-
-    __slots__ = ("lock", "run")
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.lock = anyio.Lock()
-
-
-def lease_expired(run: Run, now: float | None = None) -> bool:
-    return run.lease_expires_at is None or run.lease_expires_at < (now or time.time())
-
-
-def _suspension(exc: DecisionError) -> RunErrorInfo:
-    return RunErrorInfo(
-        kind=exc.kind,
-        message=str(exc),
-        where=getattr(exc, "where", None),
-        options=exc.options,
-        replies=exc.replies,
-    )
-
-
-def _failure(exc: BaseException) -> RunErrorInfo:
-    return RunErrorInfo(
-        kind=type(exc).__name__,
-        message=str(exc),
-        where=getattr(exc, "where", None),
-        traceback="".join(traceback.format_exception(exc)),
-    )
+def _final_update(
+    run: Run,
+    hooks: JournalHooks,
+    holder: Holder,
+    status: RunStatus,
+    result: Any,
+    error: RunErrorInfo | None,
+) -> dict[str, Any]:
+    counts = hooks.counts
+    return {
+        "status": status,
+        "result": result,
+        "error": error,
+        "owner": None,
+        "lease_expires_at": None,
+        "finished_at": time.time(),
+        "usage": TokenUsage(
+            input_tokens=run.usage.input_tokens + counts.input_tokens,
+            output_tokens=run.usage.output_tokens + counts.output_tokens,
+        ),
+        "transitions": run.transitions + counts.transitions,
+        "model_calls": run.model_calls + counts.model_calls,
+        "retries": dict(hooks.ledger.counts),
+        "active_s": run.active_s + (time.monotonic() - holder.started),
+    }

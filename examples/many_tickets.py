@@ -46,15 +46,17 @@ async def main(n: int, concurrency: int) -> None:
     outcomes: Counter[str] = Counter()
     actions: Counter[str] = Counter()
     started = time.perf_counter()
-    async for run in engine.as_completed(
+    batch = engine.as_completed(
         route_ticket, tickets, concurrency=concurrency, run_id=lambda t: t.id
-    ):
-        outcomes[run.status] += 1
-        if run.status == "completed":
-            actions[run.result["action"]["kind"]] += 1
-        done = sum(outcomes.values())
-        if done % 100 == 0 or done == len(tickets):
-            print(f"{done:>5} done  {dict(outcomes)}")
+    )
+    async with batch as runs:
+        async for run in runs:
+            outcomes[run.status] += 1
+            if run.status == "completed":
+                actions[run.result["action"]["kind"]] += 1
+            done = sum(outcomes.values())
+            if done % 100 == 0 or done == len(tickets):
+                print(f"{done:>5} done  {dict(outcomes)}")
     wall = time.perf_counter() - started
     one_at_a_time = model.calls * sum(LATENCY_S) / 2
     print(f"\n{len(tickets)} tickets in {wall:.2f} s ({len(tickets) / wall:.0f} tickets/s)")

@@ -1,0 +1,293 @@
+"""Many runs of one flow at once, handed back as they finish, with flat memory.
+
+A :class:`Batch` pulls its inputs one at a time (a list, a generator, a file's lines, an
+async iterator: never all of them at once), keeps at most ``concurrency`` runs in flight,
+and passes each finished run through a bounded stream, so a slow reader holds back the
+runs, which hold back the inputs. Each run has an optional timeout; :meth:`Batch.cancel`
+stops the batch and cancels the runs in flight, each recorded ``cancelled`` with its
+journal intact, so that a resume continues it. With ``handle_signals``, SIGINT or SIGTERM
+shuts the engine down gracefully (see :meth:`Engine.shutdown <engine.Engine.shutdown>`).
+
+The batch's tasks live in a task group the batch enters and leaves with ``async with``, so
+leaving the block early (``break``, an exception) stops the batch in the task that started
+it, never in a garbage collector's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import threading
+import time
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterable
+from contextlib import aclosing
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from engine._log import log
+from engine.store import Run
+
+if TYPE_CHECKING:
+    from engine._engine import Engine
+
+__all__ = ["DEFAULT_CONCURRENCY", "Batch", "BatchProgress"]
+
+#: Runs of a batch in flight at once when neither the batch nor the engine says.
+DEFAULT_CONCURRENCY = 100
+
+Flow = Callable[..., Any]
+Inputs = Iterable[Any] | AsyncIterable[Any]
+OnProgress = Callable[["BatchProgress"], object]
+
+
+@dataclass(slots=True)
+class BatchProgress:
+    """Where a batch stands: what started, what is in flight, how runs ended, what they cost.
+
+    Attributes:
+        started: Runs started (or found stored already, for an existing ``run_id``).
+        in_flight: Runs started and not finished.
+        completed: Runs that completed.
+        suspended: Runs suspended (a decision, a budget, an unavailable provider).
+        failed: Runs that failed.
+        cancelled: Runs cancelled (a timeout, a cancel, a shutdown).
+        tokens: Tokens spent by the finished runs.
+        model_calls: Model calls made by the finished runs.
+        elapsed_s: Seconds since the batch started.
+    """
+
+    started: int = 0
+    in_flight: int = 0
+    completed: int = 0
+    suspended: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    tokens: int = 0
+    model_calls: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def done(self) -> int:
+        """Runs finished, whatever their status."""
+        return self.completed + self.suspended + self.failed + self.cancelled
+
+    def count(self, run: Run) -> None:
+        """Count one finished run."""
+        if run.status in ("completed", "suspended", "failed", "cancelled"):
+            setattr(self, run.status, getattr(self, run.status) + 1)
+        self.tokens += run.usage.total_tokens
+        self.model_calls += run.model_calls
+
+
+class Batch:
+    """Runs of ``flow`` over ``inputs``, handed back as they finish.
+
+    Use it as ``async with engine.as_completed(flow, inputs) as runs: async for run in runs``.
+    Leaving the block before the last run cancels the runs still in flight (each is
+    recorded ``cancelled`` and resumes) and starts no more.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        flow: Flow,
+        inputs: Inputs,
+        *,
+        concurrency: int,
+        run_id: Callable[[Any], str] | None = None,
+        timeout_s: float | None = None,
+        progress: OnProgress | None = None,
+        handle_signals: bool = False,
+        grace_s: float | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
+        self.engine = engine
+        self.flow = flow
+        self.inputs = inputs
+        self.concurrency = concurrency
+        self.run_id = run_id
+        self.timeout_s = timeout_s
+        self.on_progress = progress
+        self.handle_signals = handle_signals
+        self.grace_s = grace_s
+        self.progress = BatchProgress()
+        #: Whether the batch was cancelled or shut down before it started every input.
+        self.interrupted = False
+        self._t0 = time.monotonic()
+        self._scopes: dict[str, anyio.CancelScope] = {}
+        self._feed_scope = anyio.CancelScope()
+        self._background_scope = anyio.CancelScope()
+        self._finished = False
+        self._tg: TaskGroup | None = None
+        self._send: MemoryObjectSendStream[tuple[int, Run]]
+        self._receive: MemoryObjectReceiveStream[tuple[int, Run]]
+
+    # -- the context -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Batch:
+        # Bounded: runs that finished wait (holding their slots) until the reader takes them.
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[int, Run]](
+            self.concurrency
+        )
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self.engine._executor.leases.shared += 1  # one renewer keeps the batch's leases alive
+        self.engine._batches.add(self)
+        self._tg.start_soon(self._background)
+        self._tg.start_soon(self._feed)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._tg is not None
+        try:
+            if not self._finished:
+                self.cancel()  # left early: nothing more starts, what runs is cancelled
+            self._receive.close()  # runs blocked on handing over a result give up
+            self._background_scope.cancel()
+            return await self._tg.__aexit__(exc_type, exc, tb)
+        finally:
+            self.engine._executor.leases.shared -= 1
+            self.engine._batches.discard(self)
+
+    def __aiter__(self) -> AsyncIterator[Run]:
+        return self._runs()
+
+    async def _runs(self) -> AsyncIterator[Run]:
+        async for _, run in self.indexed():
+            yield run
+
+    async def indexed(self) -> AsyncIterator[tuple[int, Run]]:
+        """Yield ``(input index, run)`` as runs finish."""
+        if self._tg is None:
+            raise RuntimeError("use the batch as `async with engine.as_completed(...) as runs:`")
+        async for pair in self._receive:
+            yield pair
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Start no more runs and cancel those in flight (recorded ``cancelled``, resumable)."""
+        self.stop_feeding()
+        self.cut("cancelled")
+
+    def stop_feeding(self) -> None:
+        """Start no more runs; those in flight go on."""
+        if not self._feed_scope.cancel_called:
+            self._feed_scope.cancel()
+
+    def cut(self, reason: str) -> None:
+        """Stop every run of the batch still in flight now, recording ``reason``."""
+        holders = self.engine._executor.holders
+        for run_id, scope in list(self._scopes.items()):
+            holder = holders.get(run_id)
+            if holder is not None:
+                holder.stop(reason, now=True)
+            else:  # not under way yet: its start is cancelled, and it is read back as it is
+                scope.cancel()
+
+    # -- the tasks ---------------------------------------------------------------------------
+
+    async def _feed(self) -> None:
+        limiter = anyio.CapacityLimiter(self.concurrency)
+        assert self._tg is not None
+        tg = self._tg
+        async with self._send:
+            with self._feed_scope:
+                index = 0
+                async with aclosing(_items(self.inputs)) as items:
+                    async for item in items:
+                        token = object()
+                        await limiter.acquire_on_behalf_of(token)
+                        if self._feed_scope.cancel_called:  # stopped while a slot came free
+                            limiter.release_on_behalf_of(token)
+                            break
+                        run_id = self.run_id(item) if self.run_id is not None else uuid.uuid4().hex
+                        # Registered before the task starts, so a cancel from now on reaches it.
+                        self._scopes[run_id] = anyio.CancelScope()
+                        tg.start_soon(self._one, index, item, run_id, limiter, token)
+                        index += 1
+            self.interrupted = self._feed_scope.cancel_called
+            # The runs in flight still hand their results over: wait until they all have.
+            with anyio.CancelScope(shield=True):
+                for _ in range(self.concurrency):
+                    await limiter.acquire_on_behalf_of(object())
+        self._finished = True
+
+    async def _one(
+        self, index: int, item: Any, run_id: str, limiter: anyio.CapacityLimiter, token: object
+    ) -> None:
+        try:
+            run = await self._run_one(item, run_id)
+            if run is not None:
+                # Holding the slot while the reader is slow: back-pressure up to the inputs.
+                await self._send.send((index, run))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the reader left; the run is stored whatever happened to it
+        finally:
+            limiter.release_on_behalf_of(token)
+
+    async def _run_one(self, item: Any, run_id: str) -> Run | None:
+        self._changed(started=1, in_flight=1)
+        run: Run | None = None
+        try:
+            with self._scopes[run_id] as scope:
+                try:
+                    run = await self.engine._start(self.flow, (item,), {}, run_id, self.timeout_s)
+                finally:
+                    del self._scopes[run_id]
+            if scope.cancelled_caught:  # cut before it was under way: read where it stands
+                run = await self.engine.store.get_run(run_id)
+        finally:
+            self.progress.in_flight -= 1
+        if run is not None:
+            self.progress.count(run)
+        self._changed()
+        return run
+
+    def _changed(self, *, started: int = 0, in_flight: int = 0) -> None:
+        progress = self.progress
+        progress.started += started
+        progress.in_flight += in_flight
+        progress.elapsed_s = time.monotonic() - self._t0
+        if self.on_progress is not None:
+            self.on_progress(dataclasses.replace(progress))
+
+    async def _background(self) -> None:
+        with self._background_scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.engine._executor.leases.renew_all)
+                if self.handle_signals:
+                    tg.start_soon(self._watch_signals)
+
+    async def _watch_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be installed on the main thread
+        assert self._tg is not None
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                log.warning("batch_interrupted", signal=signal.Signals(signum).name)
+                # A second signal cuts the grace period short.
+                grace = 0.0 if self.engine.stopping else self.grace_s
+                self._tg.start_soon(self.engine.shutdown, grace)
+
+
+async def _items(inputs: Inputs) -> AsyncGenerator[Any, None]:
+    """Yield the inputs one at a time, whether they come from a sync or an async iterable."""
+    if isinstance(inputs, AsyncIterable):
+        async for item in inputs:
+            yield item
+        return
+    for item in inputs:
+        yield item
