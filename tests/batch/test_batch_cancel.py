@@ -1,0 +1,142 @@
+"""Cancelling a batch, a run, or the caller's scope leaves every run clean and resumable."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+from batch_support import Slow, engine, one_step, three_steps
+from virtual_clock import virtual_time
+
+from engine import RunConflictError
+from engine.models import ScriptedModel
+from engine.store import MemoryStore, Run
+
+
+async def test_cancelling_a_batch_leaves_every_run_resumable_and_a_resume_completes_them() -> None:
+    store = MemoryStore()
+    tickets = [f"t{n}" for n in range(10)]
+    async with virtual_time() as clock:
+        eng = engine(Slow(clock), store)
+        seen: list[Run] = []
+        async with eng.as_completed(
+            three_steps, tickets, concurrency=4, run_id=lambda t: t
+        ) as runs:
+            async for run in runs:
+                seen.append(run)
+                if len(seen) == 1:
+                    runs.cancel()  # from inside the loop: the cancelled runs still come back
+
+        stored = await store.list_runs()
+        assert {r.status for r in stored} <= {"completed", "cancelled"}
+        assert sorted(r.run_id for r in seen) == sorted(r.run_id for r in stored)
+        cancelled = [r for r in stored if r.status == "cancelled"]
+        assert cancelled
+        assert all(r.error is not None and r.error.kind == "cancelled" for r in cancelled)
+        assert all(r.owner is None for r in stored)
+        journals = {r.run_id: await store.load_journal(r.run_id) for r in cancelled}
+        assert any(journals.values())  # what they had done is journaled
+
+        # The inputs never started run now; the cancelled runs resume from their journals.
+        rerun = await eng.run_many(three_steps, tickets, run_id=lambda t: t)
+        resumed = [await eng.resume(r.run_id) for r in cancelled]
+
+    assert [r.status for r in resumed] == ["completed"] * len(cancelled)
+    assert all(r.run_id in {x.run_id for x in rerun} for r in resumed)
+    final = await store.list_runs()
+    assert len(final) == 10
+    assert {r.status for r in final} == {"completed"}
+
+
+async def test_cancelling_the_callers_scope_records_every_run_in_flight_as_cancelled() -> None:
+    store = MemoryStore()
+    async with virtual_time() as clock:
+        eng = engine(Slow(clock), store)
+
+        async def stop_later(scope: anyio.CancelScope) -> None:
+            await clock.sleep(1.5)
+            scope.cancel()
+
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_later, scope)
+                await eng.run_many(three_steps, [f"s{n}" for n in range(6)], concurrency=3)
+
+        stored = await store.list_runs()
+        assert [r.status for r in stored] == ["cancelled"] * 3
+        resumed = [await eng.resume(r.run_id) for r in stored]
+
+    assert [r.status for r in resumed] == ["completed"] * 3
+    # The first decision of each was journaled before the cancel: resumes replayed it.
+    assert all(r.model_calls == 3 for r in resumed)
+
+
+async def test_engine_cancel_stops_one_run_in_flight_and_it_resumes() -> None:
+    async with virtual_time() as clock:
+        eng = engine(Slow(clock))
+        result: list[Run] = []
+
+        async def run_it() -> None:
+            result.append(await eng.run(three_steps, "c1", run_id="c1"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_it)
+            await clock.sleep(1.5)
+            cancelled = await eng.cancel("c1")
+
+        assert cancelled.status == "cancelled"
+        assert result == [cancelled]
+        resumed = await eng.resume("c1")
+
+    assert resumed.status == "completed"
+
+
+async def test_engine_cancel_of_a_stopped_run_marks_it_cancelled() -> None:
+    store = MemoryStore()
+    eng = engine(ScriptedModel(["?", "??"]), store)  # type: ignore[arg-type]
+    run = await eng.run(one_step, "x", run_id="x")
+    assert run.status == "suspended"
+
+    cancelled = await eng.cancel("x")
+
+    assert cancelled.status == "cancelled"
+    assert cancelled.error is not None
+    assert cancelled.error.kind == "cancelled"
+    assert await eng.cancel("x") == cancelled  # cancelling twice changes nothing
+    with pytest.raises(KeyError, match="nope"):
+        await eng.cancel("nope")
+
+
+async def test_engine_cancel_refuses_a_run_held_by_another_live_owner() -> None:
+    store = MemoryStore()
+    eng = engine(ScriptedModel([]), store)  # type: ignore[arg-type]
+    await store.create_run(
+        Run(
+            run_id="held",
+            flow="x:y",
+            status="running",
+            owner="someone-else",
+            lease_expires_at=time.time() + 60,
+        )
+    )
+
+    with pytest.raises(RunConflictError, match="someone-else"):
+        await eng.cancel("held")
+
+
+async def test_a_pick_cannot_settle_a_run_that_did_not_stop_at_a_decision() -> None:
+    store = MemoryStore()
+    async with virtual_time() as clock:
+        eng = engine(Slow(clock), store)
+
+        async def run_it() -> None:
+            await eng.run(three_steps, "p1", run_id="p1")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_it)
+            await clock.sleep(0.5)
+            await eng.cancel("p1")
+
+    with pytest.raises(ValueError, match="cancelled"):
+        await eng.resume("p1", pick={"call": "left"})
