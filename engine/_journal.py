@@ -122,21 +122,9 @@ class JournalHooks(Hooks):
             for r in self.journal
             if r.kind == "retry" and isinstance(r.data, dict) and r.actor in _REPLAYED_LAYERS
         ]
-        self.ledger = RetryLedger(
-            self.budget, self.retries_before, seen, self._note_retry, self.on_retry
-        )
-
-    def _note_retry(self, event: RetryEvent) -> None:
-        # Rides with the next write, like a model's pick: the ledger costs no commit.
-        data = {
-            "layer": event.layer,
-            "attempt": event.attempt,
-            "kind": event.kind,
-            "message": event.message,
-        }
-        self._pending.append(
-            JournalRecord(key=event.key, kind="retry", actor=event.layer, data=data)
-        )
+        # The ledger holds nothing of the hooks: no reference cycle keeps a run's journal
+        # alive after the run (the garbage collector would have to find it).
+        self.ledger = RetryLedger(self.budget, self.retries_before, seen, self.on_retry)
 
     def _live(self, key: str) -> None:
         """Check, before live work at ``key``, that the run may go on."""
@@ -295,8 +283,26 @@ class JournalHooks(Hooks):
 
     def take_pending(self) -> list[JournalRecord]:
         """Hand over the records still waiting for a write to ride with (the run's end)."""
-        pending, self._pending = self._pending, []
+        pending, self._pending = [*self._pending, *self._retries()], []
         return pending
+
+    def _retries(self) -> list[JournalRecord]:
+        # The ledger's attempts ride with the next write, like a model's pick: no commit of
+        # their own.
+        return [
+            JournalRecord(
+                key=event.key,
+                kind="retry",
+                actor=event.layer,
+                data={
+                    "layer": event.layer,
+                    "attempt": event.attempt,
+                    "kind": event.kind,
+                    "message": event.message,
+                },
+            )
+            for event in self.ledger.take()
+        ]
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -326,7 +332,7 @@ class JournalHooks(Hooks):
         self._records[(record.kind, record.key)] = record
 
     async def _append(self, records: list[JournalRecord]) -> None:
-        batch, self._pending = [*self._pending, *records], []
+        batch, self._pending = [*self._pending, *self._retries(), *records], []
         # The records must land even when the run is being cancelled: shield the write. The
         # store bounds it (SQLite's busy timeout, a database statement timeout), so a stuck
         # store raises instead of hanging the cancellation.

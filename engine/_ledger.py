@@ -20,7 +20,6 @@ from engine._hooks import RetryEvent
 __all__ = ["OnRetry", "RetryLedger", "RunBudget", "current_ledger", "note_retry"]
 
 OnRetry = Callable[[RetryEvent], object]
-Sink = Callable[[RetryEvent], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,25 +59,26 @@ class RetryLedger:
         counts: Attempts by layer from earlier executions (the stored run's ``retries``).
         seen: Attempts already in the journal, as ``(layer, key, attempt)``: a replay that
             meets them again neither counts nor journals them twice.
-        sink: Receives each new attempt (the journal, which records it).
         listener: Called with each new attempt (the engine's ``on_retry``).
+
+    Attributes:
+        fresh: New attempts the journal has not taken yet (see :meth:`take`).
     """
 
-    __slots__ = ("_seen", "_sink", "budget", "counts", "listener")
+    __slots__ = ("_seen", "budget", "counts", "fresh", "listener")
 
     def __init__(
         self,
         budget: RunBudget | None = None,
         counts: Mapping[str, int] | None = None,
         seen: Iterable[tuple[str, str, int]] = (),
-        sink: Sink | None = None,
         listener: OnRetry | None = None,
     ) -> None:
         self.budget = budget
         self.counts: dict[str, int] = dict(counts or {})
         self._seen = set(seen)
-        self._sink = sink
         self.listener = listener
+        self.fresh: list[RetryEvent] = []
 
     @property
     def total(self) -> int:
@@ -103,9 +103,13 @@ class RetryLedger:
             raise BudgetExceededError("attempts", limit=limit, spent=self.total)
         self._seen.add(ident)
         self.counts[event.layer] = self.counts.get(event.layer, 0) + 1
-        if self._sink is not None:
-            self._sink(event)
+        self.fresh.append(event)
         await _tell(self.listener, event)
+
+    def take(self) -> list[RetryEvent]:
+        """Hand over the attempts not yet journaled (the journal calls it at each write)."""
+        fresh, self.fresh = self.fresh, []
+        return fresh
 
 
 current_ledger: ContextVar[RetryLedger | None] = ContextVar("engine_ledger", default=None)
