@@ -156,6 +156,11 @@ class Batch:
                 self.cancel()  # left early: nothing more starts, what runs is cancelled
             self._receive.close()  # runs blocked on handing over a result give up
             self._background_scope.cancel()
+            if isinstance(exc, Exception):
+                # The reader's own error: wait for the runs to be recorded, then let it
+                # propagate as it is, not wrapped in an exception group.
+                await self._tg.__aexit__(None, None, None)
+                return False
             return await self._tg.__aexit__(exc_type, exc, tb)
         finally:
             self.engine._executor.leases.shared -= 1

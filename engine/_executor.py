@@ -141,13 +141,17 @@ class Executor:
             self.holders.pop(run.run_id, None)
             with anyio.CancelScope(shield=True):
                 await self._finish(holder, hooks, trace, Outcome(stopped="cancelled"))
-            holder.done.set()
+            holder.finish()
             raise
         self.holders.pop(run.run_id, None)
         try:
-            return await self._finish(holder, hooks, trace, outcome)
+            # Shielded: the outcome is known, and a cancel arriving now must not leave the
+            # run stored as running (the store bounds the write).
+            with anyio.CancelScope(shield=True):
+                stored = await self._finish(holder, hooks, trace, outcome)
         finally:
-            holder.done.set()
+            holder.finish()
+        return stored
 
     async def _run(
         self,

@@ -30,18 +30,42 @@ class Halt:
 class Holder:
     """A run in flight here: its latest stored version, its scope, and any stop request."""
 
-    __slots__ = ("_stopping", "done", "halt", "lock", "run", "scope", "started", "stop_reason")
+    __slots__ = (
+        "_done",
+        "_stopping",
+        "finished",
+        "halt",
+        "lock",
+        "run",
+        "scope",
+        "started",
+        "stop_reason",
+    )
 
     def __init__(self, run: Run, halt: Halt | None = None) -> None:
         self.run = run
         self.halt = halt
         self.lock = anyio.Lock()
-        self.done = anyio.Event()
+        self.finished = False
+        self._done: anyio.Event | None = None  # made only when someone waits
         self.started = time.monotonic()
         self.scope: anyio.CancelScope | None = None
         self._stopping: str | None = None
         #: Why the run's scope was cancelled, when the engine cancelled it.
         self.stop_reason: str | None = None
+
+    async def wait(self) -> None:
+        """Wait until the run has been recorded as it ended."""
+        if not self.finished:
+            if self._done is None:
+                self._done = anyio.Event()
+            await self._done.wait()
+
+    def finish(self) -> None:
+        """Mark the run recorded; wake whoever waits."""
+        self.finished = True
+        if self._done is not None:
+            self._done.set()
 
     @property
     def stopping(self) -> str | None:

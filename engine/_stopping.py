@@ -37,7 +37,7 @@ async def cancel_run(executor: Executor, run_id: str) -> Run:
     holder = executor.holders.get(run_id)
     if holder is not None:
         holder.stop("cancelled", now=True)
-        await holder.done.wait()
+        await holder.wait()
         return holder.run
     store = executor.store
     run = await store.get_run(run_id)
@@ -66,9 +66,9 @@ async def shutdown(executor: Executor, batches: Sequence[Batch], grace_s: float)
         batch.stop_feeding()
     with anyio.move_on_after(grace_s):
         for holder in list(executor.holders.values()):
-            await holder.done.wait()
+            await holder.wait()
     for batch in batches:
         batch.cut("shutdown")
     for holder in list(executor.holders.values()):
         holder.stop("shutdown", now=True)
-        await holder.done.wait()
+        await holder.wait()
