@@ -135,3 +135,34 @@ async def test_progress_reports_statuses_tokens_and_in_flight() -> None:
     assert last.tokens == sum(r.usage.total_tokens for r in runs) > 0
     assert last.model_calls == 9
     assert max(p.in_flight for p in seen) == 3
+
+
+async def test_an_error_in_the_reader_propagates_as_itself_and_every_run_is_recorded() -> None:
+    store = MemoryStore()
+    async with virtual_time() as clock:
+        eng = engine(Slow(clock), store)
+
+        with pytest.raises(LookupError, match="the reader failed"):
+            async with eng.as_completed(
+                one_step, [f"e{n}" for n in range(6)], concurrency=3
+            ) as runs:
+                async for _ in runs:
+                    raise LookupError("the reader failed")
+
+    assert {r.status for r in await store.list_runs()} <= {"completed", "cancelled"}
+
+
+async def test_a_cancel_while_runs_finish_never_leaves_one_stored_running() -> None:
+    store = MemoryStore()
+    eng = engine(SimulatedModel(seed=8), store)  # no latency: runs end while others start
+
+    async with eng.as_completed(three_steps, [f"f{n}" for n in range(200)], concurrency=20) as runs:
+        read = 0
+        async for _ in runs:
+            read += 1
+            if read == 50:
+                runs.cancel()
+
+    stored = await store.list_runs()
+    assert {r.status for r in stored} <= {"completed", "cancelled"}
+    assert all(r.owner is None for r in stored)
