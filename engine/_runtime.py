@@ -330,8 +330,10 @@ class _Asker:
         for attempt in range(self.max_retries + 1):
             if attempt:
                 request = request.model_copy(update={"messages": list(messages)})
-            kind: NodeKind = "repick" if attempt else "model_call"
-            mnode = self.node.child(kind, kind, attempt=attempt)
+            if attempt:  # a re-pick is the parse layer's retry (layer 1)
+                mnode = self.node.child("repick", "repick", attempt=attempt, layer="parse")
+            else:
+                mnode = self.node.child("model_call", "model_call", attempt=0)
             if self.loop is None:
                 response = await self.runtime.call_model(
                     mnode, self.model, request, self.hooks, self.on_retry

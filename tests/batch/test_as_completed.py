@@ -142,12 +142,14 @@ async def test_an_error_in_the_reader_propagates_as_itself_and_every_run_is_reco
     async with virtual_time() as clock:
         eng = engine(Slow(clock), store)
 
-        with pytest.raises(LookupError, match="the reader failed"):
-            async with eng.as_completed(
-                one_step, [f"e{n}" for n in range(6)], concurrency=3
-            ) as runs:
+        async def read_one() -> None:
+            batch = eng.as_completed(one_step, [f"e{n}" for n in range(6)], concurrency=3)
+            async with batch as runs:
                 async for _ in runs:
                     raise LookupError("the reader failed")
+
+        with pytest.raises(LookupError, match="the reader failed"):
+            await read_one()
 
     assert {r.status for r in await store.list_runs()} <= {"completed", "cancelled"}
 

@@ -83,3 +83,7 @@ async def test_ledger_holds_every_layer_once_and_the_engine_hears_each_attempt()
     ]
     assert all(e["key"].startswith("run/checkout:0/") for e in ledger)
     assert [e.layer for e in events] == ["transport", "parse", "decision", "step"]
+    trace = await eng.trace("r1")
+    assert trace is not None
+    traced = [n["data"].get("layer") for n in trace["nodes"] if n["kind"] in ("retry", "repick")]
+    assert traced == ["transport", "parse", "decision", "step"]
