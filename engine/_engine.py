@@ -13,7 +13,6 @@ runs of the engine (and of every engine given the same guard).
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -262,18 +261,9 @@ class Engine:
         """Create the run and execute it; apply the run policy to how it ended."""
         name = self._flows.remember(flow)
         async with self._slot():
-            now = time.time()
-            # Started at once, so created running: the insert is also the claim.
-            record = Run(
-                run_id=run_id,
-                flow=name,
-                status="running",
-                input=encode_input(name, args, kwargs),
-                owner=self.owner,
-                lease_expires_at=now + self.lease_s,
-                started_at=now,
+            run, created = await self._executor.start(
+                flow, run_id, name, encode_input(name, args, kwargs), timeout_s
             )
-            run, created = await self._executor.start(flow, record, timeout_s)
         return await self._after(flow, run) if created else run
 
     # -- reading runs --------------------------------------------------------------------------
@@ -333,14 +323,7 @@ class Engine:
         if run.status == "completed":
             return run
         fn = self._flows.find(run.flow, flow)
-        decided = run.status == "suspended" and run.error is not None and run.error.options
-        if pick is not None and not decided:
-            raise ValueError(
-                f"pick= settles a suspended run's decision; run {run_id!r} is {run.status}"
-                + (f" ({run.error.kind})" if run.error is not None else "")
-            )
-        where = run.error.where if run.error is not None and decided else None
-        order = ResumeOrder(where=where, pick=pick, model=model, max_retries=max_retries)
+        order = ResumeOrder.of(run, pick=pick, model=model, max_retries=max_retries)
         if pick is not None:
             await self._executor.probe(fn, run, order)
         if run.status == "running" and not lease_expired(run):
@@ -418,10 +401,8 @@ class Engine:
             return run
 
         async def resume(stopped: Run, event: RetryEvent) -> Run:
-            error = stopped.error
-            where = error.where if error is not None and error.options else None
-            stored = await self.store.get_run(stopped.run_id)
-            return await self._execute(flow, stored or stopped, ResumeOrder(where, retry=event))
+            stored = await self.store.get_run(stopped.run_id) or stopped
+            return await self._execute(flow, stored, ResumeOrder.of(stored, retry=event))
 
         return await retry_run(self.run_policy, run, resume)
 

@@ -91,12 +91,26 @@ class Executor:
         except Exception:
             return
 
-    async def start(self, flow: Flow, record: Run, timeout_s: float | None) -> tuple[Run, bool]:
-        """Create a run (``running``, owned here) and execute it; an existing id is returned.
+    async def start(
+        self, flow: Flow, run_id: str, name: str, data: dict[str, Any], timeout_s: float | None
+    ) -> tuple[Run, bool]:
+        """Create a run of ``flow`` (named ``name``, its input ``data``) and execute it.
 
         Returns:
-            The run as stored when it ended (or as found), and whether it was created here.
+            The run as stored when it ended (or as found: an existing id is not run again),
+            and whether it was created here.
         """
+        now = time.time()
+        # Started at once, so created running: the insert is also the claim.
+        record = Run(
+            run_id=run_id,
+            flow=name,
+            status="running",
+            input=data,
+            owner=self.owner,
+            lease_expires_at=now + self.lease_s,
+            started_at=now,
+        )
         # Shielded: a run that exists must also be executed here, or be recorded as cut.
         with anyio.CancelScope(shield=True):
             stored, created = await self.store.create_run(record)

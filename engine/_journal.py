@@ -22,7 +22,7 @@ from engine._hooks import Hooks, RetryEvent
 from engine._jsonable import digest, from_json, to_json
 from engine._ledger import OnRetry, RetryLedger, RunBudget
 from engine.models import Model, Request, Response
-from engine.store import JournalRecord, Store
+from engine.store import JournalRecord, Run, Store
 
 if TYPE_CHECKING:
     from engine._decision._menu import Menu
@@ -58,6 +58,31 @@ class ResumeOrder:
     max_retries: int | None = None
     #: The run-level retry (layer 4) this execution is, when a run policy resumed it.
     retry: RetryEvent | None = None
+
+    @classmethod
+    def of(
+        cls,
+        run: Run,
+        *,
+        pick: Mapping[str, Any] | None = None,
+        model: Model | None = None,
+        max_retries: int | None = None,
+        retry: RetryEvent | None = None,
+    ) -> ResumeOrder:
+        """Return the order of a resume of ``run``: the decision it stopped at, if it did.
+
+        Raises:
+            ValueError: ``pick`` for a run that did not stop at a decision.
+        """
+        error = run.error
+        decided = run.status == "suspended" and error is not None and bool(error.options)
+        if pick is not None and not decided:
+            why = f" ({error.kind})" if error is not None else ""
+            raise ValueError(
+                f"pick= settles a suspended run's decision; run {run.run_id!r} is {run.status}{why}"
+            )
+        where = error.where if decided and error is not None else None
+        return cls(where, pick, model, max_retries, retry)
 
 
 class ProbeDone(Exception):
