@@ -23,6 +23,7 @@ from engine.models import Model, Request, Response
 __all__ = ["GuardedModel", "ProviderGuard", "provider_of"]
 
 Limits = ModelLimits | Mapping[str, ModelLimits] | None
+_CACHED = 256
 
 
 def provider_of(model: Model) -> str:
@@ -76,6 +77,10 @@ class ProviderGuard:
         if found is not None:
             return found[1]
         guarded = GuardedModel(model, self.limiter(model), self.circuit(model))
+        if len(self._wrapped) >= _CACHED:
+            # Wrappers hold no state of their own (limiters and circuits are kept by name),
+            # so forgetting them all bounds the cache when models come and go (per resume).
+            self._wrapped.clear()
         self._wrapped[id(model)] = (model, guarded)
         return guarded
 

@@ -133,3 +133,15 @@ def test_guarded_model_reads_through_to_the_model_and_is_wrapped_once() -> None:
     assert guarded.base_url == "http://localhost:9/v1"
     assert provider_of(model) == "OpenAIModel:http://localhost:9/v1"
     assert provider_of(SimulatedModel(name="x")) == "SimulatedModel:x"
+
+
+def test_guard_forgets_wrappers_past_its_cache_but_keeps_limits_by_name() -> None:
+    guard = ProviderGuard(ModelLimits(rpm=5))
+    first = SimulatedModel(name="same")
+    limiter = guard.limiter(first)
+
+    for n in range(300):
+        guard.wrap(SimulatedModel(name=f"m{n}"))
+
+    assert len(guard._wrapped) <= 256
+    assert guard.limiter(guard.wrap(first)) is limiter
