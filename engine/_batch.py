@@ -174,9 +174,17 @@ class Batch:
             yield run
 
     async def indexed(self) -> AsyncIterator[tuple[int, Run]]:
-        """Yield ``(input index, run)`` as runs finish."""
+        """Yield ``(input index, run)`` as runs finish.
+
+        Without ``async with``, the batch opens and closes itself around the iteration: fine
+        for a loop that reads every run; a loop that may stop early should use ``async with``
+        so that the runs still in flight are cancelled right there.
+        """
         if self._tg is None:
-            raise RuntimeError("use the batch as `async with engine.as_completed(...) as runs:`")
+            async with self:
+                async for pair in self._receive:
+                    yield pair
+            return
         async for pair in self._receive:
             yield pair
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
+import anyio
 import pytest
 from batch_support import Slow, engine, one_step, three_steps
 from virtual_clock import virtual_time
@@ -57,13 +58,13 @@ async def test_leaving_the_block_early_cancels_the_rest_and_leaves_them_resumabl
     assert [r.status for r in resumed] == ["completed"] * 3
 
 
-async def test_a_batch_used_without_async_with_says_how_to_use_it() -> None:
+async def test_a_batch_read_to_the_end_works_as_a_plain_async_iterator() -> None:
     eng = engine(SimulatedModel())
-    batch = eng.as_completed(one_step, ["t1"])
+    with anyio.fail_after(10):
+        runs = [run async for run in eng.as_completed(one_step, [f"t{n}" for n in range(5)])]
 
-    with pytest.raises(RuntimeError, match=r"async with engine\.as_completed"):
-        async for _ in batch:
-            pass
+    assert len({r.run_id for r in runs}) == 5
+    assert {r.status for r in runs} == {"completed"}
 
 
 async def test_inputs_are_pulled_lazily_and_in_flight_runs_stay_bounded() -> None:
