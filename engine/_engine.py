@@ -396,8 +396,8 @@ class Engine:
             )
 
     async def _after(self, flow: Flow, run: Run) -> Run:
-        """Apply the run policy (layer 4): resume a suspended run while the policy says so."""
-        if self.run_policy is None or run.status != "suspended":
+        """Apply the run policy (layer 4): resume a stopped run while the policy says so."""
+        if self.run_policy is None or run.status not in ("suspended", "failed"):
             return run
 
         async def resume(stopped: Run, event: RetryEvent) -> Run:

@@ -6,7 +6,7 @@ The run ended with                   status       ``error.kind``
 a return value                       completed    (no error)
 a ``DecisionError``                  suspended    the decision's kind (``no_action``, ...)
 a spent budget                       suspended    ``budget_exceeded``
-a provider that stayed unavailable   suspended    ``provider_unavailable`` or ``rate_limited``
+a breaker open in "suspend" mode     suspended    ``provider_unavailable``
 its ``timeout_s``                    cancelled    ``timeout``
 ``engine.cancel`` or its batch's     cancelled    ``cancelled``
 a shutdown (SIGINT, SIGTERM)         cancelled    ``shutdown``
@@ -24,9 +24,8 @@ from typing import Any
 
 from engine._errors import (
     BudgetExceededError,
+    CircuitOpenError,
     DecisionError,
-    RateLimitError,
-    RetryableModelError,
     RunStopped,
 )
 from engine._jsonable import to_json
@@ -83,10 +82,11 @@ def verdict(outcome: Outcome, flow: str) -> Verdict:
     if isinstance(error, RunStopped):
         info = RunErrorInfo(kind=error.reason, message=str(error), where=error.where)
         return "cancelled", None, info
-    if isinstance(error, RetryableModelError):
-        # The provider, not the flow, stopped it: park it to be resumed once it is back.
-        kind = "rate_limited" if isinstance(error, RateLimitError) else "provider_unavailable"
-        return "suspended", None, RunErrorInfo(kind=kind, message=str(error))
+    if isinstance(error, CircuitOpenError):
+        # The breaker parked it (its "suspend" mode): resume it once the provider is back.
+        return "suspended", None, RunErrorInfo(kind="provider_unavailable", message=str(error))
+    # Any other exception fails the run (DESIGN: only a DecisionError suspends), transport
+    # errors whose retries ran out included; a run policy can resume those by kind.
     return "failed", None, failure(error)
 
 

@@ -65,8 +65,11 @@ NEVER_RETRIED: tuple[type[BaseException], ...] = (
     NonDeterminismError,
     RunConflictError,
 )
-#: Why a suspended run is worth resuming by itself: its provider failed, not its model.
-RESUMABLE_KINDS: frozenset[str] = frozenset({"provider_unavailable", "rate_limited"})
+#: Why a stopped run is worth resuming by itself: its provider failed, not its model (a run
+#: the breaker parked, or one that failed once the transport's retries ran out).
+RESUMABLE_KINDS: frozenset[str] = frozenset(
+    {"provider_unavailable", "RateLimitError", "ProviderUnavailableError", "ModelTimeoutError"}
+)
 
 
 def transport_policy(
@@ -199,17 +202,19 @@ def run_policy(
     max_wait: float = 600.0,
     sleep: Sleep = anyio.sleep,
 ) -> AsyncRetrying:
-    """Build a run policy (layer 4): resume a run that suspended for a reason in ``on``.
+    """Build a run policy (layer 4): resume a run that stopped for a reason in ``on``.
 
     The policy's attempts are executions of the run; each retry is a resume after a wait
     (doubling from ``initial``, plus jitter). When it stops, the last run is returned as it
-    is, suspended.
+    is (suspended or failed).
 
     Args:
         attempts: Executions in all, the first included.
-        on: Suspension kinds worth a resume (``provider_unavailable`` and
-            ``rate_limited`` by default; add ``no_action`` and the other ``DecisionError``
-            kinds to ask failed decisions again, best with a fallback model).
+        on: ``error.kind`` values worth a resume: by default a run the breaker parked
+            (``provider_unavailable``) and one that failed on a provider error after its
+            transport retries (``RateLimitError``, ``ProviderUnavailableError``,
+            ``ModelTimeoutError``); add ``no_action`` and the other ``DecisionError`` kinds
+            to ask failed decisions again, best with a fallback model.
         initial: Seconds before the first resume.
         max_wait: The longest wait between resumes.
         sleep: The sleep between resumes.
@@ -217,12 +222,13 @@ def run_policy(
     _check_attempts(attempts)
     kinds = frozenset(on)
 
-    def suspended(run: object) -> bool:
+    def stopped(run: object) -> bool:
         error = getattr(run, "error", None)
-        return getattr(run, "status", None) == "suspended" and getattr(error, "kind", "") in kinds
+        status = getattr(run, "status", None)
+        return status in ("suspended", "failed") and getattr(error, "kind", "") in kinds
 
     return AsyncRetrying(
-        retry=retry_if_result(suspended),
+        retry=retry_if_result(stopped),
         wait=Backoff(initial, max_wait),
         stop=stop_after_attempt(attempts),
         sleep=sleep,

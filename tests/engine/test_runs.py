@@ -10,8 +10,15 @@ import anyio
 import pytest
 import support_flows as sf
 
-from engine import DecisionError, Engine, NonDeterminismError
-from engine.models import Request, ScriptedModel
+from engine import (
+    DecisionError,
+    Engine,
+    NonDeterminismError,
+    ProviderUnavailableError,
+    Runtime,
+    transport_policy,
+)
+from engine.models import Request, Response, ScriptedModel
 from engine.store import MemoryStore, SQLiteStore, Store
 
 
@@ -233,3 +240,46 @@ async def test_run_many_returns_runs_in_input_order_with_stopped_ones(store: Sto
     assert [r.run_id for r in runs] == [f"id-t{i}" for i in range(6)]
     assert all(r.status == "completed" for r in runs)
     assert peak <= 2
+
+
+class _Down:
+    """A provider that answers 503 until it is told it is back."""
+
+    name = "down"
+
+    def __init__(self) -> None:
+        self.up = False
+        self.calls = 0
+
+    async def complete(self, request: Request) -> Response:
+        self.calls += 1
+        if not self.up:
+            raise ProviderUnavailableError("503 from the provider", provider="down")
+        return Response(
+            text=pick(
+                "billing"
+                if "Classify" in request.messages[0].text
+                else "hold"
+                if "Act" in request.messages[0].text
+                else "close"
+            )
+        )
+
+
+async def test_provider_error_after_transport_retries_fails_the_run_and_it_resumes(
+    store: Store,
+) -> None:
+    async def no_wait(seconds: float) -> None:
+        return None
+
+    model = _Down()
+    runtime = Runtime(model=model, transport=transport_policy(attempts=3, sleep=no_wait))
+    eng = Engine(runtime=runtime, store=store, breaker=None)
+    run = await eng.run(sf.three_decisions, "t1", run_id="p1")
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error.kind == "ProviderUnavailableError"
+    assert model.calls == 3
+    model.up = True
+    resumed = await eng.resume("p1")
+    assert resumed.status == "completed"
