@@ -45,9 +45,11 @@ lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict on engine/
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(STAMP) ## Run the benchmarks (medians, side by side)
+bench: $(STAMP) ## Run the benchmarks (medians, side by side; several minutes)
 	$(BIN)/python bench/decision_overhead.py
 	$(BIN)/python bench/journal_overhead.py
+	$(BIN)/python bench/soak.py
+	$(BIN)/python bench/workers.py  # needs PostgreSQL: ENGINE_TEST_PG_DSN, else 127.0.0.1:5432
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -173,10 +173,40 @@ def _schema(name: str, description: str, schema: dict[Any, Any]) -> Option:
             f"option {name!r}: a schema field may not be named 'decision' (the result uses "
             "that key for the option's name); rename it"
         )
+    try:
+        key = (name, description, _freeze(schema))
+    except TypeError:  # something unhashable inside: compile it afresh
+        return _build_schema(name, description, schema, shared=False)
+    # Schemas are usually dict literals rebuilt on every call: found again by their
+    # content, they cost a walk instead of a compile, a render and a JSON Schema.
+    option = _SCHEMAS.get(key)
+    if option is None:
+        if len(_SCHEMAS) >= _SCHEMAS_MAX:
+            _SCHEMAS.clear()
+        option = _SCHEMAS[key] = _build_schema(name, description, schema, shared=True)
+    return option
+
+
+def _build_schema(name: str, description: str, schema: dict[Any, Any], *, shared: bool) -> Option:
     fields = tuple(
         Param(field, spec) for field, spec in from_schema(schema, where=f"option {name!r}")
     )
-    return Option.make(name, "schema", description or None, fields)
+    return Option.make(name, "schema", description or None, fields, shared=shared)
+
+
+_SCHEMAS: dict[tuple[Any, ...], Option] = {}
+_SCHEMAS_MAX = 4096
+
+
+def _freeze(value: object) -> object:
+    """Return a hashable key that equals another's only for the same schema."""
+    if isinstance(value, dict):
+        return ("{", tuple((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("[" if isinstance(value, list) else "(", tuple(_freeze(v) for v in value))
+    hash(value)  # raises TypeError for what cannot be a key
+    # The type is part of the key: 1, 1.0 and True are equal, yet different specs.
+    return (type(value), value)
 
 
 def _name_of(fn: object, index: int) -> str:

@@ -469,3 +469,13 @@ def test_options_without_description_has_no_description_line(
     options: object, expected: str
 ) -> None:
     assert decision.render_options(options) == expected
+
+
+def test_schema_option_offered_again_with_other_content_is_compiled_anew() -> None:
+    schema: dict[str, object] = {"priority": {"options": [1, 2]}}
+    first = decision.render_options({"plan": ("Plan.", schema)})
+    schema["priority"] = {"options": [True, False]}
+    second = decision.render_options({"plan": ("Plan.", schema)})
+    assert "(options: 1, 2)" in first
+    assert "(options: true, false)" in second
+    assert decision.render_options({"plan": ("Plan.", {"priority": {"options": [1, 2]}})}) == first
