@@ -7,9 +7,9 @@ a process of its own so that its peak RSS is its own:
   latency / in flight``, where a ticket's transitions are its model calls in sequence (the
   line-item checks of a ticket run side by side and count once);
 * faults: 10% malformed replies (no JSON, unknown options, wrong types), 5% rate limits
-  (retry-after 0.1 s) and 2% 5xx. No ticket may be lost: each ends completed, or suspended
-  with its reason; then the suspended ones are resumed with a well-behaved model, and each
-  must complete.
+  (retry-after 0.1 s) and 2% 5xx. No ticket may be lost: each ends completed, or stopped
+  with its reason (suspended on a decision, failed on a provider error whose retries ran
+  out); then the stopped ones are resumed with a well-behaved model, and each must complete.
 
 Reported per phase: wall time, tickets per second, peak RSS, retries per layer, and the
 outcome of every ticket (counted by status and reason). The plain anyio floor (the same
@@ -105,7 +105,7 @@ async def run_phase(n: int, in_flight: int, faults: bool, folder: Path) -> dict[
             reason = f" ({run.error.kind})" if run.error is not None else ""
             outcomes[f"{run.status}{reason}"] += 1
             retries.update(run.retries)
-            if run.status == "suspended":
+            if run.status in ("suspended", "failed"):
                 suspended.append(run.run_id)
     wall = time.perf_counter() - t0
     transitions = model.transitions()
@@ -130,7 +130,7 @@ async def run_phase(n: int, in_flight: int, faults: bool, folder: Path) -> dict[
 
 
 async def resume_all(store: SQLiteStore, run_ids: list[str], in_flight: int) -> dict[str, int]:
-    """Resume the suspended runs with a well-behaved model; count how they end."""
+    """Resume the stopped runs with a well-behaved model; count how they end."""
     engine = Engine(model=SimulatedModel(seed=99, latency=LATENCY), store=store)
     ends: Counter[str] = Counter()
     limiter = anyio.CapacityLimiter(in_flight)
@@ -188,7 +188,7 @@ def show(report: dict[str, Any]) -> None:
     print(f"  retries by layer {report['retries']}")
     print(f"  outcomes {report['outcomes']}")
     if "resumed" in report:
-        print(f"  suspended ones resumed with a well-behaved model: {report['resumed']}")
+        print(f"  stopped ones resumed with a well-behaved model: {report['resumed']}")
 
 
 def main() -> None:
