@@ -237,15 +237,25 @@ class Executor:
             current_run_id.set(run.run_id),
             current_ledger.set(hooks.ledger),
         )
+        status = "ok"  # the run node's status in the stored trace says how the run ended
         try:
             return await flow(*args, **kwargs)
+        except DecisionError:
+            status = "suspended"
+            raise
+        except Exception:
+            status = "error"
+            raise
+        except BaseException:
+            status = "cancelled"
+            raise
         finally:
             current_ledger.reset(tokens[4])
             current_run_id.reset(tokens[3])
             current_runtime.reset(tokens[2])
             current_node.reset(tokens[1])
             current_hooks.reset(tokens[0])
-            root.close()
+            root.close(status)
 
     async def claim(self, run: Run) -> Run:
         """Take a run over by compare-and-set: ``running``, owned here, with a fresh lease.

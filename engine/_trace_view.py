@@ -98,7 +98,7 @@ def describe(node: Node) -> str:
 
 
 def _run(node: Node) -> str:
-    # The run's own status lives on the stored run, not on its trace's root node.
+    # describe() marks a run that did not complete with how it ended (suspended, error).
     return f"run {node.get('name')}"
 
 

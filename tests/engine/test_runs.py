@@ -283,3 +283,12 @@ async def test_provider_error_after_transport_retries_fails_the_run_and_it_resum
     model.up = True
     resumed = await eng.resume("p1")
     assert resumed.status == "completed"
+
+
+async def test_stored_trace_root_says_how_the_run_ended(store: Store) -> None:
+    eng = Engine(model=ScriptedModel([pick("billing"), pick("hold"), "?", "??"]), store=store)
+    await eng.run(sf.three_decisions, "t1", run_id="s1")
+    trace = await eng.trace("s1")
+    assert trace is not None
+    roots = [n for n in trace["nodes"] if n["parent_id"] is None]
+    assert [(n["kind"], n["status"]) for n in roots] == [("run", "suspended")]
