@@ -35,7 +35,7 @@ from engine._limits import ModelLimits
 from engine._log import log
 from engine._runtime import Runtime
 from engine._stopping import cancel_run, shutdown
-from engine.models import Model
+from engine.models import Model, model_from_string
 from engine.store import Run, RunStatus, Store
 
 if TYPE_CHECKING:
@@ -301,7 +301,7 @@ class Engine:
         run_id: str,
         *,
         pick: Mapping[str, Any] | None = None,
-        model: Model | None = None,
+        model: Model | str | None = None,
         max_retries: int | None = None,
         flow: Flow | None = None,
     ) -> Run:
@@ -323,6 +323,8 @@ class Engine:
         if run.status == "completed":
             return run
         fn = self._flows.find(run.flow, flow)
+        if isinstance(model, str):
+            model = model_from_string(model)
         order = ResumeOrder.of(run, pick=pick, model=model, max_retries=max_retries)
         if pick is not None:
             await self._executor.probe(fn, run, order)

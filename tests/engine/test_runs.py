@@ -292,3 +292,11 @@ async def test_stored_trace_root_says_how_the_run_ended(store: Store) -> None:
     assert trace is not None
     roots = [n for n in trace["nodes"] if n["parent_id"] is None]
     assert [(n["kind"], n["status"]) for n in roots] == [("run", "suspended")]
+
+
+async def test_resume_takes_a_model_string(store: Store) -> None:
+    first = ScriptedModel([pick("billing"), pick("hold"), "?", "??"])
+    await Engine(model=first, store=store).run(sf.three_decisions, "t1", run_id="r1")
+    resumed = await Engine(model=ScriptedModel([]), store=store).resume("r1", model="simulated:3")
+    assert resumed.status == "completed"
+    assert resumed.result["close"] in ("close", "reopen")
