@@ -108,6 +108,7 @@ class Engine:
             runtime = Runtime(model=model)
         if decision_policy is not None:
             runtime.decision = decision_policy
+        self._owns_store = store is None
         if store is None:
             from engine.store import SQLiteStore
 
@@ -267,6 +268,21 @@ class Engine:
         return await self._after(flow, run) if created else run
 
     # -- reading runs --------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the store the engine opened itself (the default ``engine.db``) and the
+        runtime's model connections; a store passed in stays open for its owner."""
+        try:
+            await self.runtime.aclose()
+        finally:
+            if self._owns_store:
+                await self.store.close()
+
+    async def __aenter__(self) -> Engine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def get(self, run_id: str) -> Run | None:
         """Return the stored run, or ``None`` for an unknown id."""

@@ -88,6 +88,18 @@ class Runtime:
     def __repr__(self) -> str:
         return f"Runtime(model={getattr(self.model, 'name', self.model)!r})"
 
+    async def aclose(self) -> None:
+        """Close the model's connections (a provider model opens an HTTP client)."""
+        close = getattr(self.model, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     async def exec(
         self,
         content: Content,

@@ -300,3 +300,15 @@ async def test_resume_takes_a_model_string(store: Store) -> None:
     resumed = await Engine(model=ScriptedModel([]), store=store).resume("r1", model="simulated:3")
     assert resumed.status == "completed"
     assert resumed.result["close"] in ("close", "reopen")
+
+
+async def test_engine_as_context_manager_closes_the_store_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    async with Engine(model=ScriptedModel([pick("a"), pick("close")])) as eng:
+        run = await eng.run(sf.menu_flow, "t", run_id="c1")
+    assert run.status == "completed"
+    assert (tmp_path / "engine.db").exists()
+    with pytest.raises(RuntimeError):
+        await eng.get("c1")  # the default store was closed on the way out
