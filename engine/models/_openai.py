@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine._errors import AuthenticationError, ModelError, ModelTimeoutError
 from engine._errors import ProviderUnavailableError as _Unavailable
+from engine.models._sdk import SDKModel
 from engine.models._types import (
     ImageBlock,
     Message,
@@ -37,7 +37,7 @@ _PROVIDER = "openai"
 _LOCAL_KEY = "not-needed"
 
 
-class OpenAIModel:
+class OpenAIModel(SDKModel):
     """A chat model reached through the OpenAI chat completions protocol.
 
     Args:
@@ -103,28 +103,10 @@ class OpenAIModel:
             ModelError: The call failed (translated from the SDK's exception).
         """
         client = self._connect()
-        params = self._params(request)
-        started = time.perf_counter()
-        try:
-            completion = await client.chat.completions.create(**params)
-        except Exception as exc:
-            error = _translate(exc)
-            if error is None:
-                raise
-            raise error from exc
-        return _response(completion, request.enforce, time.perf_counter() - started)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client this model opened (a client passed in stays open)."""
-        client, self._client = self._client, None
-        if client is not None and self._given is None:
-            await client.close()
-
-    async def __aenter__(self) -> OpenAIModel:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        completion, latency = await self._send(
+            client.chat.completions.create, self._params(request), _translate
+        )
+        return _response(completion, request.enforce, latency)
 
     def _connect(self) -> Any:
         if self._client is not None:

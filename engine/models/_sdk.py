@@ -1,0 +1,49 @@
+"""What the models built on a vendor SDK share: a client made at first use, one timed call
+whose vendor exceptions become ours, and closing what was opened."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Self
+
+__all__ = ["SDKModel"]
+
+Translate = Callable[[Exception], Exception | None]
+
+
+class SDKModel:
+    """A base for SDK-backed models: subclasses make ``_connect`` and translate errors."""
+
+    _given: Any
+    _client: Any
+
+    def _connect(self) -> Any:
+        """Return the SDK client, making it at first use."""
+        raise NotImplementedError
+
+    async def _send(
+        self, create: Callable[..., Awaitable[Any]], params: dict[str, Any], translate: Translate
+    ) -> tuple[Any, float]:
+        """Make one SDK call; return its reply and latency, or raise our error for its own."""
+        started = time.perf_counter()
+        try:
+            reply = await create(**params)
+        except Exception as exc:
+            error = translate(exc)
+            if error is None:
+                raise
+            raise error from exc
+        return reply, time.perf_counter() - started
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model opened (a client passed in stays open)."""
+        client, self._client = self._client, None
+        if client is not None and self._given is None:
+            await client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
