@@ -13,12 +13,15 @@ scope) records the run as cancelled too, then propagates.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import time
 from collections.abc import Callable
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
 from engine._context import current_node, current_run_id, current_runtime
 from engine._errors import DecisionError, RunConflictError
@@ -239,7 +242,11 @@ class Executor:
         )
         status = "ok"  # the run node's status in the stored trace says how the run ended
         try:
-            return await flow(*args, **kwargs)
+            if _is_async(flow):
+                return await flow(*args, **kwargs)
+            # A plain def flow may block: run it on a worker thread (with this context).
+            result = await anyio.to_thread.run_sync(functools.partial(flow, *args, **kwargs))
+            return await result if inspect.isawaitable(result) else result
         except DecisionError:
             status = "suspended"
             raise
@@ -355,3 +362,9 @@ def _final_update(
         "retries": dict(hooks.ledger.counts),
         "active_s": run.active_s + (time.monotonic() - holder.started),
     }
+
+
+def _is_async(flow: Flow) -> bool:
+    return inspect.iscoroutinefunction(flow) or inspect.iscoroutinefunction(
+        getattr(flow, "__call__", None)  # noqa: B004 - an async callable object
+    )

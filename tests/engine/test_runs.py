@@ -312,3 +312,14 @@ async def test_engine_as_context_manager_closes_the_store_it_opened(
     assert (tmp_path / "engine.db").exists()
     with pytest.raises(RuntimeError):
         await eng.get("c1")  # the default store was closed on the way out
+
+
+def double(n: int) -> int:
+    """A plain def flow: no decision, just work."""
+    return n * 2
+
+
+async def test_plain_def_flow_runs_on_a_worker_thread(store: Store) -> None:
+    run = await Engine(model=ScriptedModel([]), store=store).run(double, 21, run_id="d1")
+    assert run.status == "completed"
+    assert run.result == 42
