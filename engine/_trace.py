@@ -12,7 +12,6 @@ import itertools
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = ["Node", "NodeKind", "Trace", "summarise"]
@@ -34,24 +33,56 @@ def summarise(value: object, limit: int = _SUMMARY_CHARS) -> object:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-@dataclass(slots=True, eq=False)
 class Node:
     """One node of a run's trace."""
 
-    id: int
-    kind: NodeKind
-    name: str
-    key: str
-    parent_id: int | None
-    trace: Trace = field(repr=False)
-    started_at: float = field(default_factory=time.time)
-    ended_at: float | None = None
-    status: str = "running"
-    data: dict[str, Any] = field(default_factory=dict)
-    usage: dict[str, int] = field(default_factory=dict)
-    _t0: float = field(default_factory=time.perf_counter, repr=False)
-    _counters: dict[str, int] = field(default_factory=dict, repr=False)
-    duration_s: float | None = None
+    # A plain slotted class with a hand-written __init__: nodes are made on the hot path of
+    # every decision, and default factories cost a call each.
+    __slots__ = (
+        "_counters",
+        "_t0",
+        "data",
+        "duration_s",
+        "ended_at",
+        "id",
+        "key",
+        "kind",
+        "name",
+        "parent_id",
+        "started_at",
+        "status",
+        "trace",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        id: int,
+        kind: NodeKind,
+        name: str,
+        key: str,
+        parent_id: int | None,
+        trace: Trace,
+        *,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        self.id = id
+        self.kind = kind
+        self.name = name
+        self.key = key
+        self.parent_id = parent_id
+        self.trace = trace
+        self.started_at = time.time()
+        self._t0 = time.perf_counter()
+        self.ended_at: float | None = None
+        self.duration_s: float | None = None
+        self.status = "running"
+        self.data: dict[str, Any] = data if data is not None else {}
+        self.usage: dict[str, int] = {}
+        self._counters: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"Node({self.kind} {self.name!r} key={self.key!r} status={self.status!r})"
 
     def child(self, kind: NodeKind, name: str, **data: Any) -> Node:
         """Open a child node; its key is this node's key plus a per-label counter."""
