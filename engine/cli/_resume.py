@@ -23,6 +23,7 @@ from engine.cli._progress import BatchProgress, summary
 from engine.cli._run import ConcurrencyOpt, ModelOpt, StoreOpt, next_steps
 from engine.cli._show import run_panel
 from engine.cli._stores import find_run, open_store
+from engine.cli._submit import queue_resume
 from engine.store import Run, RunStatus, Store
 
 __all__ = ["resume"]
@@ -48,11 +49,23 @@ def resume(
     ] = False,
     concurrency: ConcurrencyOpt = 32,
     store: StoreOpt = DEFAULT_STORE,
+    on_worker: Annotated[
+        bool,
+        typer.Option(
+            "--on-worker",
+            help="Queue the resume for an `engine worker` instead (PostgreSQL stores).",
+        ),
+    ] = False,
 ) -> None:
     """Resume a stopped run, or every suspended or cancelled one."""
     many = all_suspended or all_cancelled
     if many == (run_id is not None):
         abort("give one RUN_ID, or --all-suspended / --all-cancelled")
+    if on_worker:
+        if run_id is None:
+            abort("--on-worker queues one run's resume; give a RUN_ID with it")
+        run_async(lambda: queue_resume(store, run_id, pick, model, max_retries))
+        return
     if pick is not None and many:
         abort("--pick settles one run's decision; give a RUN_ID with it")
     human = _parse_pick(pick) if pick is not None else None

@@ -24,7 +24,7 @@ from engine.cli._run import StoreOpt
 from engine.cli._stores import open_store
 from engine.store import PostgresStore, Store
 
-__all__ = ["require_postgres", "submit_command"]
+__all__ = ["queue_resume", "require_postgres", "submit_command"]
 
 
 def submit_command(
@@ -61,7 +61,7 @@ def submit_command(
     if resume is not None:
         if flow is not None or input is not None:
             abort("--resume RUN_ID queues a resume; give no FLOW or --input with it")
-        run_async(lambda: _resume(store, resume, pick, model, max_retries))
+        run_async(lambda: queue_resume(store, resume, pick, model, max_retries))
         return
     if flow is None or input is None:
         abort("give FLOW and --input FILE.jsonl, or --resume RUN_ID")
@@ -107,7 +107,7 @@ async def _submit(
     out.print(f"next: engine worker{where}    # execute them; engine runs{where} to follow")
 
 
-async def _resume(
+async def queue_resume(
     url: str, run_id: str, pick: str | None, model: str | None, max_retries: int | None
 ) -> None:
     if model is not None:

@@ -77,3 +77,21 @@ def test_worker_needs_a_postgres_store(tmp_path: Path) -> None:
     code, _, err = _engine("worker", "--store", "memory://", "--one-shot")
     assert code == 2
     assert "needs a PostgreSQL store" in " ".join(err.split())
+
+
+def test_resume_on_worker_hands_the_resume_to_a_worker(store_url: str, tickets: Path) -> None:
+    code, _, err = _engine("submit", "ticket_routing", "-i", str(tickets), "--store", store_url)
+    assert code == 0, err
+    faulty = "simulated:seed=3,faults=1.0"
+    code, _, err = _engine("worker", "--store", store_url, "--one-shot", "-m", faulty)
+    assert code == 0, err
+    code, out, _ = _engine("runs", "--json", "--status", "suspended", "--store", store_url)
+    stuck = [json.loads(line)["run_id"] for line in out.splitlines()]
+    assert stuck
+    code, out, err = _engine("resume", stuck[0], "--on-worker", "--store", store_url)
+    assert code == 0, err
+    assert "a worker will execute it" in " ".join(out.split())
+    code, _, err = _engine("worker", "--store", store_url, "--one-shot", "-m", "simulated:seed=11")
+    assert code == 0, err
+    code, out, _ = _engine("show", stuck[0], "--json", "--store", store_url)
+    assert json.loads(out)["run"]["status"] == "completed"
