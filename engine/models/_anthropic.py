@@ -86,9 +86,7 @@ class AnthropicModel(SDKModel):
         )
         return _response(message, request.enforce, latency)
 
-    def _connect(self) -> Any:
-        if self._client is not None:
-            return self._client
+    def _open(self) -> Any:
         try:
             import anthropic
         except ImportError as exc:
@@ -96,20 +94,15 @@ class AnthropicModel(SDKModel):
                 "AnthropicModel needs the anthropic SDK: pip install 'engine[anthropic]'",
                 provider=_PROVIDER,
             ) from exc
-        if self._given is not None:
-            # The transport layer retries with the run's deadline in view.
-            self._client = self._given.with_options(max_retries=0)
-            return self._client
         api_key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
         if api_key is None:
             raise AuthenticationError(
                 "no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key=",
                 provider=_PROVIDER,
             )
-        self._client = anthropic.AsyncAnthropic(
+        return anthropic.AsyncAnthropic(
             api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
-        return self._client
 
     def _params(self, request: Request) -> dict[str, Any]:
         system = "\n\n".join(m.text for m in request.messages if m.role == "system")

@@ -108,9 +108,7 @@ class OpenAIModel(SDKModel):
         )
         return _response(completion, request.enforce, latency)
 
-    def _connect(self) -> Any:
-        if self._client is not None:
-            return self._client
+    def _open(self) -> Any:
         try:
             import openai
         except ImportError as exc:
@@ -118,11 +116,6 @@ class OpenAIModel(SDKModel):
                 "OpenAIModel needs the openai SDK: pip install 'engine[openai]'",
                 provider=_PROVIDER,
             ) from exc
-        if self._given is not None:
-            # The transport layer retries with the run's deadline in view; SDK retries would
-            # multiply attempts behind its back.
-            self._client = self._given.with_options(max_retries=0)
-            return self._client
         base_url = self.base_url or os.environ.get("OPENAI_BASE_URL")
         api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
         if api_key is None and base_url and "api.openai.com" not in base_url:
@@ -131,10 +124,9 @@ class OpenAIModel(SDKModel):
             raise AuthenticationError(
                 "no OpenAI API key: set OPENAI_API_KEY or pass api_key=", provider=_PROVIDER
             )
-        self._client = openai.AsyncOpenAI(
+        return openai.AsyncOpenAI(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout
         )
-        return self._client
 
     def _params(self, request: Request) -> dict[str, Any]:
         params: dict[str, Any] = {

@@ -19,7 +19,16 @@ class SDKModel:
     _client: Any
 
     def _connect(self) -> Any:
-        """Return the SDK client, making it at first use."""
+        """Return the SDK client, made at first use (a client passed in, its retries off)."""
+        if self._client is None:
+            # The transport layer retries with the run's deadline in view; SDK retries would
+            # multiply attempts behind its back.
+            given = self._given
+            self._client = given.with_options(max_retries=0) if given is not None else self._open()
+        return self._client
+
+    def _open(self) -> Any:
+        """Make a new SDK client from the model's settings and the environment."""
         raise NotImplementedError
 
     async def _send(
