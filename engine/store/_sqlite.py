@@ -87,6 +87,8 @@ class SQLiteStore:
         self._reader: sqlite3.Connection | None = None
         self._closed = False
         self._queue: list[_Op] = []
+        #: Whether a write leads the group commit now (see :meth:`_write`).
+        self._leading = False
         self._commit_lock = anyio.Lock()
         self._open_lock = anyio.Lock()
         # One reader connection, used by one thread at a time.
@@ -228,23 +230,52 @@ class SQLiteStore:
     # -- group commit --------------------------------------------------------------------------
 
     async def _write(self, apply: Callable[[sqlite3.Connection], T]) -> T:
-        """Queue one write, see it committed (by this task or another), return its result."""
-        await self._ensure_open()
+        """Queue one write, see it committed (by this task or another), return its result.
+
+        The first writer to find no flush under way leads: it commits the whole queue, then
+        hands the lead to the oldest write still queued, which commits what queued up in the
+        meantime. The others just wait for their batch, all woken at once when it commits.
+        """
+        if self._writer is None:
+            await self._ensure_open()
         op = _Op(apply)
         self._queue.append(op)
         try:
-            async with self._commit_lock:
-                # An earlier holder may have committed this op in its batch already.
-                if not op.done:
-                    await self._flush()
+            if self._leading:
+                op.wake = anyio.Event()
+                await op.wake.wait()  # set when its batch committed, or when it leads
+            else:
+                self._leading = op.lead = True
+            if op.lead:
+                await self._lead(op)
         except BaseException:
             # Cancelled before any batch took it: drop it so that nobody commits it later.
             if not op.done and op in self._queue:
                 self._queue.remove(op)
+            if op.lead:
+                self._hand_over()
             raise
         if op.error is not None:
             raise self._translate(op.error)
         return cast(T, op.result)
+
+    async def _lead(self, op: _Op) -> None:
+        """Commit the queue (this leader's op with it), then hand the lead on."""
+        if not op.done:  # a close may have committed it already
+            async with self._commit_lock:
+                await self._flush()
+        op.lead = False
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Make the oldest queued write the next leader, or note that nobody leads."""
+        for op in self._queue:
+            if not op.done:
+                op.lead = True
+                if op.wake is not None:
+                    op.wake.set()
+                return
+        self._leading = False
 
     async def _flush(self) -> None:
         """Commit everything queued as one transaction. The caller holds the commit lock."""
@@ -252,14 +283,17 @@ class SQLiteStore:
         if self._writer is None:
             for op in batch:
                 op.error, op.done = self._closed_error(), True
-            return
-        try:
-            await anyio.to_thread.run_sync(_commit, self._writer, batch)
-        except BaseException:
-            # Cancelled before the thread started (the thread itself cannot be cancelled):
-            # hand the untouched ops to the next lock holder, in their order.
-            self._queue[:0] = [op for op in batch if not op.done]
-            raise
+        else:
+            try:
+                await anyio.to_thread.run_sync(_commit, self._writer, batch)
+            except BaseException:
+                # Cancelled before the thread started (the thread itself cannot be
+                # cancelled): hand the untouched ops to the next leader, in their order.
+                self._queue[:0] = [op for op in batch if not op.done]
+                raise
+        for op in batch:
+            if op.wake is not None:
+                op.wake.set()
 
     def _translate(self, error: BaseException) -> BaseException:
         # One database failure may be shared by a whole batch: wrap it afresh per caller.
@@ -337,6 +371,10 @@ class _Op:
     result: object = None
     error: BaseException | None = None
     done: bool = False
+    #: Whether this op's task commits the next batch.
+    lead: bool = False
+    #: Set when the op is done or leads; made only for an op that waits.
+    wake: anyio.Event | None = None
 
 
 def _commit(conn: sqlite3.Connection, batch: list[_Op]) -> None:
