@@ -36,7 +36,23 @@ class RetryEvent:
 
 
 class Hooks:
-    """Carry out model calls, decisions and steps; subclasses journal and replay them."""
+    """Carry out model calls, decisions and steps; subclasses journal and replay them.
+
+    The runtime skips a method that a subclass leaves as it is here (it only passes the
+    work through), so the plain hooks cost nothing on the hot path.
+    """
+
+    #: Whether :meth:`model_call`, :meth:`decision` and :meth:`step` only pass through
+    #: (set per class from which of them it overrides).
+    passes_model_call = True
+    passes_decision = True
+    passes_step = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.passes_model_call = cls.model_call is Hooks.model_call
+        cls.passes_decision = cls.decision is Hooks.decision
+        cls.passes_step = cls.step is Hooks.step
 
     async def model_call(
         self,

@@ -16,7 +16,7 @@ from engine._decision._enforce import PICK_KEY, pick_schemas
 from engine._decision._menu import Menu, choice_schema
 from engine._decision._options import Option
 from engine.models import ChoiceSpec, ImageBlock, Message, PickSchema, Request, TextBlock
-from engine.models._types import ContentBlock, ToolSpec
+from engine.models._types import ContentBlock, ToolSpec, trusted_message, trusted_request
 
 __all__ = ["Content", "blocks_of", "build_request", "choice_specs", "message", "pick_schema"]
 
@@ -35,16 +35,20 @@ def build_request(
 
     With a ``menu``, its options travel beside the text as the request's ``choices``.
     """
-    # Validating constructors: in pydantic 2 they are faster than model_construct, and this
-    # is the hot path of every decision.
+    # The hot path of every decision: the parts are validated already (blocks by blocks_of or
+    # built here, choices and tools by the menu and toolset), so they are not checked again.
+    if response_format is not None and not isinstance(response_format, dict):
+        raise TypeError(
+            f"response_format must be a dict (a JSON Schema format), got {response_format!r}"
+        )
     messages = [message("system", system)] if system else []
-    messages.append(Message(role="user", content=blocks))
+    messages.append(trusted_message("user", blocks))
     choices = choice_specs(menu) if menu is not None else None
-    return Request(messages=messages, tools=tools, response_format=response_format, choices=choices)
+    return trusted_request(messages, tools=tools, response_format=response_format, choices=choices)
 
 
 def message(role: Literal["system", "user", "assistant"], text: str) -> Message:
-    return Message(role=role, content=[TextBlock(text=text)])
+    return trusted_message(role, [TextBlock(text=text)])
 
 
 def choice_specs(menu: Menu) -> list[ChoiceSpec]:

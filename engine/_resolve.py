@@ -23,7 +23,6 @@ __all__ = ["call_option", "resolve"]
 
 async def resolve(
     pick: Pick,
-    *,
     runtime: object = None,
     context: Mapping[str, Any] | None = None,
     hooks: Hooks | None = None,
@@ -36,30 +35,38 @@ async def resolve(
     step policy; any other runs once.
     """
     option = pick.option
-    if option.kind == "value":
+    kind = option.kind
+    if kind == "value":
         return option.handler
-    if option.kind == "text" or (not option.fields and option.kind == "schema"):
+    if kind == "text" or (kind == "schema" and not option.fields):
         return option.name
-    if option.kind == "schema":
+    if kind == "schema":
         return {"decision": option.name, **pick.args}
     kwargs = bind(pick, runtime=runtime, context=context)
     fn = option.handler
     assert callable(fn)
     spec = option.function
     is_async = spec.is_async if spec is not None else False
-    run = functools.partial(call_option, fn, kwargs, is_async)
-    hooks = hooks or current_hooks.get()
     if parent is None:
-        return await run()
+        return await call_option(fn, kwargs, is_async)
+    if hooks is None:
+        hooks = current_hooks.get()
     node = parent.child("step", option.name)
     node_token = current_node.set(node)
     runtime_token = current_runtime.set(runtime) if runtime is not None else None
     meta = getattr(fn, AGENTIC_ATTR, None)
     policy = meta.get("retry") if meta else None
-    if policy is not None:
-        run = functools.partial(retry_step, policy, node, run, on_retry)
     try:
-        result = await hooks.step(node, fn, run, _returns(fn))
+        if policy is None and hooks.passes_step:
+            result = await call_option(fn, kwargs, is_async)
+        else:
+            run = functools.partial(call_option, fn, kwargs, is_async)
+            if policy is not None:
+                run = functools.partial(retry_step, policy, node, run, on_retry)
+            if hooks.passes_step:
+                result = await run()
+            else:
+                result = await hooks.step(node, fn, run, _returns(fn))
     except BaseException as exc:
         node.close("error", error=type(exc).__name__)
         raise

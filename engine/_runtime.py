@@ -28,7 +28,7 @@ from engine._resolve import call_option, resolve
 from engine._retry import Transport
 from engine._tools import ToolLoop, Toolset, build_toolset
 from engine._trace import Node, NodeKind, Trace
-from engine.models import Model, Request, Response, TextBlock
+from engine.models import Message, Model, Request, Response, TextBlock
 from engine.models._registry import model_from_string
 
 if TYPE_CHECKING:
@@ -185,32 +185,30 @@ class Runtime:
         node = self.open_node(
             "decision", "decision", options=menu.names, enforcement=mode or "text"
         )
-        # This is the hot path of every decision: tokens instead of context managers.
+        # This is the hot path of every decision: tokens instead of context managers, and
+        # hooks that only pass through are skipped.
         token = current_node.set(node)
         try:
-
-            def asker(at: Node, on: Model, retries: int) -> _Asker:
-                ask = _Asker(self, hooks, at, menu, on, retries, on_retry)
-                if tools is not None:
-                    ask.loop = ToolLoop(
-                        self,
-                        tools,
-                        model=on,
-                        hooks=hooks,
-                        max_iterations=max_iterations,
-                        context=context,
-                        on_retry=on_retry,
-                    )
-                return ask
-
             ask: Callable[[Request], Awaitable[Pick]]
             if self.decision is None:
-                ask = asker(node, model, max_retries)
+                ask = _Asker(self, hooks, node, menu, model, max_retries, on_retry)
+                if tools is not None:
+                    ask.use_tools(tools, max_iterations, context)
             else:
+
+                def asker(at: Node, on: Model, retries: int) -> _Asker:
+                    ask = _Asker(self, hooks, at, menu, on, retries, on_retry)
+                    if tools is not None:
+                        ask.use_tools(tools, max_iterations, context)
+                    return ask
+
                 ask = DecisionRetry(self.decision, node, model, asker, max_retries, on_retry)
             try:
                 if timeout_s is None:
-                    pick = await hooks.decision(node, menu, request, ask)
+                    if hooks.passes_decision:
+                        pick = await ask(request)
+                    else:
+                        pick = await hooks.decision(node, menu, request, ask)
                 else:
                     with _deadline(timeout_s, "decision"):
                         pick = await hooks.decision(node, menu, request, ask)
@@ -218,9 +216,7 @@ class Runtime:
                 node.close("error", error=type(exc).__name__)
                 raise
             node.close("ok", pick=pick.option.name, args=pick.args)
-            return await resolve(
-                pick, runtime=self, context=context, hooks=hooks, parent=node, on_retry=on_retry
-            )
+            return await resolve(pick, self, context, hooks, node, on_retry)
         finally:
             current_node.reset(token)
 
@@ -295,11 +291,15 @@ class Runtime:
         """
         call = Transport(self.transport, node, on_retry)
         try:
-            response = await hooks.model_call(node, model, request, call)
+            if hooks.passes_model_call:
+                response = await call(model, request)
+            else:
+                response = await hooks.model_call(node, model, request, call)
         except BaseException as exc:
             node.close("error", error=type(exc).__name__)
             raise
-        node.add_usage(response.usage.input_tokens, response.usage.output_tokens)
+        usage = response.usage
+        node.add_usage(usage.input_tokens, usage.output_tokens)
         node.close(
             "ok",
             model=response.model,
@@ -333,19 +333,35 @@ class _Asker:
         self.on_retry = on_retry
         self.loop: ToolLoop | None = None
 
+    def use_tools(
+        self, tools: Toolset, max_iterations: int, context: Mapping[str, Any] | None
+    ) -> None:
+        """Work each attempt as a tool loop: the model may call ``tools`` before it picks."""
+        self.loop = ToolLoop(
+            self.runtime,
+            tools,
+            model=self.model,
+            hooks=self.hooks,
+            max_iterations=max_iterations,
+            context=context,
+            on_retry=self.on_retry,
+        )
+
     async def __call__(self, request: Request) -> Pick:
+        node = self.node
         replies: list[str] = []
         heads: list[str] = []
         failures: list[str] = []
-        self.node.data.update(failures=failures, replies=heads)
-        messages = list(request.messages)
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                request = request.model_copy(update={"messages": list(messages)})
+        data = node.data
+        data["failures"] = failures
+        data["replies"] = heads
+        messages: list[Message] | None = None
+        attempt = 0
+        while True:
             if attempt:  # a re-pick is the parse layer's retry (layer 1)
-                mnode = self.node.child("repick", "repick", attempt=attempt, layer="parse")
+                mnode = node.child("repick", "repick", attempt=attempt, layer="parse")
             else:
-                mnode = self.node.child("model_call", "model_call", attempt=0)
+                mnode = node.child("model_call", "model_call", attempt=0)
             if self.loop is None:
                 response = await self.runtime.call_model(
                     mnode, self.model, request, self.hooks, self.on_retry
@@ -353,15 +369,16 @@ class _Asker:
             else:
                 # The turn's tool calls become part of the conversation a re-pick continues.
                 response, messages = await self.loop.run(mnode, request, self._loop_node)
-            replies.append(response.text)
-            heads.append(response.text[:REPLY_HEAD])
+            text = response.text
+            replies.append(text)
+            heads.append(text[:REPLY_HEAD])
             try:
                 pick = self._validate(response)
             except Failure as failure:
                 failures.append(failure.kind)
                 mnode.data["failure"] = failure.kind
                 if attempt == self.max_retries:
-                    self.node.data["attempts"] = attempt + 1
+                    data["attempts"] = attempt + 1
                     raise DecisionError(
                         failure.kind,
                         failure.message,
@@ -369,15 +386,18 @@ class _Asker:
                         attempts=attempt + 1,
                         options=self.menu.names,
                     ) from None
-                await self._retry_event(attempt + 1, failure.kind, failure.message)
-                messages.append(message("assistant", response.text))
+                attempt += 1
+                await self._retry_event(attempt, failure.kind, failure.message)
+                if messages is None:
+                    messages = list(request.messages)
+                messages.append(message("assistant", text))
                 messages.append(
                     message("user", repick_text(failure.kind, failure.message, self.menu.text))
                 )
+                request = request.model_copy(update={"messages": list(messages)})
                 continue
-            self.node.data["attempts"] = attempt + 1
+            data["attempts"] = attempt + 1
             return pick
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _loop_node(self) -> Node:
         return self.node.child("model_call", "model_call")

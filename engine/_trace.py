@@ -21,6 +21,7 @@ NodeKind = Literal[
 ]
 
 _SUMMARY_CHARS = 200
+_perf_counter = time.perf_counter
 
 
 def summarise(value: object, limit: int = _SUMMARY_CHARS) -> object:
@@ -37,22 +38,21 @@ class Node:
     """One node of a run's trace."""
 
     # A plain slotted class with a hand-written __init__: nodes are made on the hot path of
-    # every decision, and default factories cost a call each.
+    # every decision. Wall-clock times derive from the trace's anchor and one perf_counter
+    # reading; the usage and the key counters are made on first use.
     __slots__ = (
         "_counters",
         "_t0",
+        "_usage",
         "data",
         "duration_s",
-        "ended_at",
         "id",
         "key",
         "kind",
         "name",
         "parent_id",
-        "started_at",
         "status",
         "trace",
-        "usage",
     )
 
     def __init__(
@@ -72,40 +72,64 @@ class Node:
         self.key = key
         self.parent_id = parent_id
         self.trace = trace
-        self.started_at = time.time()
-        self._t0 = time.perf_counter()
-        self.ended_at: float | None = None
+        self._t0 = _perf_counter()
         self.duration_s: float | None = None
         self.status = "running"
         self.data: dict[str, Any] = data if data is not None else {}
-        self.usage: dict[str, int] = {}
-        self._counters: dict[str, int] = {}
+        self._usage: dict[str, int] | None = None
+        self._counters: dict[str, int] | None = None
 
     def __repr__(self) -> str:
         return f"Node({self.kind} {self.name!r} key={self.key!r} status={self.status!r})"
 
+    @property
+    def started_at(self) -> float:
+        """When the node opened (seconds since the epoch)."""
+        return self.trace.wall_at(self._t0)
+
+    @property
+    def ended_at(self) -> float | None:
+        """When the node closed, or ``None`` while it runs."""
+        if self.duration_s is None:
+            return None
+        return self.started_at + self.duration_s
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """Token usage recorded on this node (``input_tokens``, ``output_tokens``)."""
+        if self._usage is None:
+            self._usage = {}
+        return self._usage
+
     def child(self, kind: NodeKind, name: str, **data: Any) -> Node:
         """Open a child node; its key is this node's key plus a per-label counter."""
-        return self.trace.open(kind, name, parent=self, **data)
+        trace = self.trace
+        key = self.next_key(kind if kind in _KEYED_BY_KIND else name)
+        node = Node(next(trace._ids), kind, name, key, self.id, trace, data=data)
+        trace.nodes.append(node)
+        return node
 
     def next_key(self, label: str) -> str:
         """Return the next deterministic key for a child labelled ``label``."""
-        n = self._counters.get(label, 0)
-        self._counters[label] = n + 1
+        counters = self._counters
+        if counters is None:
+            counters = self._counters = {}
+        n = counters.get(label, 0)
+        counters[label] = n + 1
         return f"{self.key}/{label}:{n}" if self.key else f"{label}:{n}"
 
     def close(self, status: str = "ok", **data: Any) -> None:
         """Close the node with a status, recording its duration and any final data."""
-        self.duration_s = time.perf_counter() - self._t0
-        self.ended_at = self.started_at + self.duration_s
+        self.duration_s = _perf_counter() - self._t0
         self.status = status
         if data:
             self.data.update(data)
 
     def add_usage(self, input_tokens: int, output_tokens: int) -> None:
         """Add token usage to this node."""
-        self.usage["input_tokens"] = self.usage.get("input_tokens", 0) + input_tokens
-        self.usage["output_tokens"] = self.usage.get("output_tokens", 0) + output_tokens
+        usage = self.usage
+        usage["input_tokens"] = usage.get("input_tokens", 0) + input_tokens
+        usage["output_tokens"] = usage.get("output_tokens", 0) + output_tokens
 
     def to_dict(self) -> dict[str, Any]:
         """Return the node as a JSON-ready dict."""
@@ -119,7 +143,7 @@ class Node:
             "started_at": self.started_at,
             "ended_at": self.ended_at,
             "duration_s": self.duration_s,
-            "usage": dict(self.usage),
+            "usage": dict(self._usage or {}),
             "data": {k: summarise(v) if k not in _KEEP else v for k, v in self.data.items()},
         }
 
@@ -132,10 +156,13 @@ _KEEP = frozenset({"options", "failures", "pick", "attempts", "enforcement", "la
 class Trace:
     """The nodes of one run, in the order they were opened."""
 
-    __slots__ = ("_ids", "nodes", "root_key")
+    __slots__ = ("_ids", "_t0", "_wall0", "nodes", "root_key")
 
     def __init__(self, root_key: str = "") -> None:
         self.nodes: list[Node] = []
+        # One wall-clock reading anchors every node's perf_counter reading.
+        self._wall0 = time.time()
+        self._t0 = _perf_counter()
         # next() on a count is atomic, so frames of plain-def options opened on worker
         # threads never share an id with nodes opened on the event loop.
         self._ids = itertools.count()
@@ -143,16 +170,17 @@ class Trace:
 
     def open(self, kind: NodeKind, name: str, *, parent: Node | None, **data: Any) -> Node:
         """Open a node under ``parent`` (``None`` for a root)."""
+        if parent is not None:
+            return parent.child(kind, name, **data)
         label = kind if kind in _KEYED_BY_KIND else name
-        if parent is None:
-            key = f"{self.root_key}/{label}" if self.root_key else label
-            parent_id = None
-        else:
-            key = parent.next_key(label)
-            parent_id = parent.id
-        node = Node(next(self._ids), kind, name, key, parent_id, self, data=data)
+        key = f"{self.root_key}/{label}" if self.root_key else label
+        node = Node(next(self._ids), kind, name, key, None, self, data=data)
         self.nodes.append(node)
         return node
+
+    def wall_at(self, t: float) -> float:
+        """Return the wall-clock time of a ``time.perf_counter()`` reading ``t``."""
+        return self._wall0 + (t - self._t0)
 
     def roots(self) -> Iterator[Node]:
         """Yield the nodes that have no parent."""

@@ -25,7 +25,7 @@ class Menu:
     @property
     def names(self) -> list[str]:
         """The option names, in menu order."""
-        return [o.name for o in self.options]
+        return list(self.by_name)
 
     def choices(self) -> list[dict[str, Any]]:
         """Return each option as ``{"name", "description", "parameters"}`` (JSON Schema)."""
@@ -36,12 +36,32 @@ def build_menu(options: object) -> Menu:
     """Normalise ``options`` and render the menu; raises before any model call."""
     if isinstance(options, Menu):
         return options
+    # The usual case is the same container offered again: a dict or list literal of the
+    # same functions and markers. Found by the identity of its entries, it costs a lookup.
+    kind = type(options)
+    entries: tuple[object, ...] = ()
+    if isinstance(options, dict) and kind is dict:
+        entries = (*options, *options.values())
+    elif isinstance(options, list) and kind is list:
+        entries = (*options,)
+    key = (kind, *map(id, entries)) if entries else None
+    if key is not None:
+        seen = _BY_IDENTITY.get(key)
+        if seen is not None:
+            return seen[1]
     normalised = normalise(options)
-    if all(o.shared for o in normalised):
-        # Every option is a cached object, so the same menu offered again (the usual case:
-        # a dict literal of the same functions and markers) is found by identity.
-        return _shared_menu(normalised)
-    return _menu(normalised)
+    if not all(o.shared for o in normalised):
+        return _menu(normalised)
+    # Every option is a cached object, so the same options in a new container are found by
+    # their identity too.
+    menu = _shared_menu(normalised)
+    if key is not None:
+        if len(_BY_IDENTITY) >= _IDENTITY_SIZE:
+            _BY_IDENTITY.clear()
+        # The entry holds the entries themselves: while it lives, no other object can take
+        # one of their ids.
+        _BY_IDENTITY[key] = (entries, menu)
+    return menu
 
 
 def _menu(options: tuple[Option, ...]) -> Menu:
@@ -50,6 +70,8 @@ def _menu(options: tuple[Option, ...]) -> Menu:
 
 
 _shared_menu = functools.lru_cache(maxsize=2048)(_menu)
+_BY_IDENTITY: dict[tuple[object, ...], tuple[tuple[object, ...], Menu]] = {}
+_IDENTITY_SIZE = 2048
 
 
 def render_options(options: object) -> str:

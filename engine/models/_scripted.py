@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
 from engine._errors import ScriptExhaustedError
-from engine.models._types import Request, Response, TextBlock, Usage
+from engine.models._types import Request, Response, TextBlock, trusted_response
 
 __all__ = ["ScriptedModel"]
 
@@ -65,10 +65,11 @@ class ScriptedModel:
         chars = sum(
             len(b.text) for m in request.messages for b in m.content if isinstance(b, TextBlock)
         )
-        return Response(
-            text=text,
+        return trusted_response(
+            text,
             finish_reason="stop",
-            usage=Usage(input_tokens=chars // 4, output_tokens=len(text) // 4),
+            input_tokens=chars // 4,
+            output_tokens=len(text) // 4,
             model=self.name,
             latency_s=0.0,
         )

@@ -24,7 +24,7 @@ import anyio
 
 from engine._errors import ModelTimeoutError, ProviderUnavailableError, RateLimitError
 from engine.models._fill import fill, wrong_value
-from engine.models._types import ChoiceSpec, Request, Response, ToolCall, Usage
+from engine.models._types import ChoiceSpec, Request, Response, ToolCall, trusted_response
 
 __all__ = ["Faults", "SimulatedModel"]
 
@@ -263,13 +263,11 @@ class SimulatedModel:
         return response
 
     def _response(self, request: Request, text: str, finish: str, delay: float) -> Response:
-        return Response(
-            text=text,
+        return trusted_response(
+            text,
             finish_reason=finish,
-            usage=Usage(
-                input_tokens=sum(len(m.text) for m in request.messages) // 4,
-                output_tokens=len(text) // 4,
-            ),
+            input_tokens=sum(len(m.text) for m in request.messages) // 4,
+            output_tokens=len(text) // 4,
             model=self.name,
             latency_s=delay,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,13 +68,7 @@ class Message(BaseModel):
     @classmethod
     def of(cls, role: Literal["system", "user", "assistant", "tool"], text: str) -> Message:
         """Build a message holding one text block, without re-validating it."""
-        return cls.model_construct(
-            role=role,
-            content=[TextBlock.model_construct(type="text", text=text)],
-            tool_calls=[],
-            tool_call_id=None,
-            name=None,
-        )
+        return trusted_message(role, [TextBlock(text=text)])
 
 
 class ToolSpec(BaseModel):
@@ -176,3 +170,83 @@ class Model(Protocol):
     async def complete(self, request: Request) -> Response:
         """Answer one request."""
         ...
+
+
+# -- construction without validation, for values the engine itself built ----------------------
+#
+# A validating constructor checks every field again, nested models included; on the hot path
+# of a decision the engine builds these objects from values it already knows are valid. This
+# is what ``model_construct`` does, without its per-field bookkeeping.
+
+_M = TypeVar("_M", bound=BaseModel)
+_set = object.__setattr__
+
+
+def _trusted(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
+    """Build ``cls`` from ``values`` (every field given) without validating them."""
+    obj = cls.__new__(cls)
+    _set(obj, "__dict__", values)
+    _set(obj, "__pydantic_fields_set__", fields_set)
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+def trusted_message(
+    role: Literal["system", "user", "assistant", "tool"], content: list[TextBlock | ImageBlock]
+) -> Message:
+    """Build a message of validated content blocks, without validating it again."""
+    values = {
+        "role": role,
+        "content": content,
+        "tool_calls": [],
+        "tool_call_id": None,
+        "name": None,
+    }
+    return _trusted(Message, values, {"role", "content"})
+
+
+def trusted_request(
+    messages: list[Message],
+    *,
+    tools: list[ToolSpec] | None = None,
+    response_format: dict[str, Any] | None = None,
+    choices: list[ChoiceSpec] | None = None,
+) -> Request:
+    """Build a request of validated parts, without validating them again."""
+    values = {
+        "messages": messages,
+        "tools": tools,
+        "response_format": response_format,
+        "model": None,
+        "choices": choices,
+        "max_tokens": None,
+        "enforce": None,
+    }
+    return _trusted(Request, values, {"messages", "tools", "response_format", "choices"})
+
+
+def trusted_response(
+    text: str,
+    *,
+    finish_reason: str | None,
+    input_tokens: int,
+    output_tokens: int,
+    model: str | None,
+    latency_s: float | None,
+) -> Response:
+    """Build a reply from values of the right types, without validating them again."""
+    usage = _trusted(
+        Usage,
+        {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        {"input_tokens", "output_tokens"},
+    )
+    values: dict[str, Any] = {
+        "text": text,
+        "tool_calls": [],
+        "finish_reason": finish_reason,
+        "usage": usage,
+        "model": model,
+        "latency_s": latency_s,
+    }
+    return _trusted(Response, values, {"text", "finish_reason", "usage", "model", "latency_s"})
