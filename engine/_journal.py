@@ -129,6 +129,9 @@ class JournalHooks(Hooks):
     _failures: dict[str, int] = field(default_factory=dict)
     _caught: set[str] = field(default_factory=set)
     _pending: list[JournalRecord] = field(default_factory=list)
+    #: The last request fingerprinted, and its fingerprint: a decision and its first model
+    #: call fingerprint the same request object.
+    _asked: tuple[Request | None, str] = (None, "")
 
     def __post_init__(self) -> None:
         last_failure: dict[str, int] = {}
@@ -151,6 +154,13 @@ class JournalHooks(Hooks):
         # alive after the run (the garbage collector would have to find it).
         self.ledger = RetryLedger(self.budget, self.retries_before, seen, self.on_retry)
 
+    def _fingerprint(self, request: Request) -> str:
+        asked, fingerprint = self._asked
+        if asked is not request:
+            fingerprint = request_fingerprint(request)
+            self._asked = (request, fingerprint)
+        return fingerprint
+
     def _live(self, key: str) -> None:
         """Check, before live work at ``key``, that the run may go on."""
         if self.control is not None and self.control.stopping is not None:
@@ -168,7 +178,7 @@ class JournalHooks(Hooks):
         call: Callable[[Model, Request], Awaitable[Response]],
     ) -> Response:
         """Replay the journaled reply under this key, or call the model and journal the reply."""
-        fingerprint = request_fingerprint(request)
+        fingerprint = self._fingerprint(request)
         record = self._records.get(("model", node.key))
         if record is not None:
             _check(record, fingerprint, node.key, "the model request")
@@ -208,7 +218,7 @@ class JournalHooks(Hooks):
     ) -> Pick:
         """Replay the journaled pick, replay a journaled failure, or decide live and journal it."""
         key = node.key
-        fingerprint = digest(request_fingerprint(request), menu.text)
+        fingerprint = digest(self._fingerprint(request), menu.text)
         record = self._records.get(("pick", key))
         if record is not None:
             return self._replay_pick(record, fingerprint, menu, node)
@@ -308,7 +318,9 @@ class JournalHooks(Hooks):
 
     def take_pending(self) -> list[JournalRecord]:
         """Hand over the records still waiting for a write to ride with (the run's end)."""
-        pending, self._pending = [*self._pending, *self._retries()], []
+        pending, self._pending = self._pending, []
+        if self.ledger.fresh:
+            pending.extend(self._retries())
         return pending
 
     def _retries(self) -> list[JournalRecord]:
@@ -357,7 +369,8 @@ class JournalHooks(Hooks):
         self._records[(record.kind, record.key)] = record
 
     async def _append(self, records: list[JournalRecord]) -> None:
-        batch, self._pending = [*self._pending, *self._retries(), *records], []
+        batch = self.take_pending()
+        batch.extend(records)
         # The records must land even when the run is being cancelled: shield the write. The
         # store bounds it (SQLite's busy timeout, a database statement timeout), so a stuck
         # store raises instead of hanging the cancellation.
