@@ -168,6 +168,9 @@ class Executor:
                 stored = await self._finish(holder, hooks, trace, outcome)
         finally:
             holder.finish()
+            # Nodes and their trace refer to each other: dropping the nodes now frees a
+            # finished run's trace at once instead of leaving it to the garbage collector.
+            trace.nodes.clear()
         return stored
 
     async def _run(

@@ -45,7 +45,9 @@ class Holder:
     def __init__(self, run: Run, halt: Halt | None = None) -> None:
         self.run = run
         self.halt = halt
-        self.lock = anyio.Lock()
+        # Fast: taken once per renewal and once at the end, almost never contended, and a
+        # yield on every uncontended take would cost each run a trip through the event loop.
+        self.lock = anyio.Lock(fast_acquire=True)
         self.finished = False
         self._done: anyio.Event | None = None  # made only when someone waits
         self.started = time.monotonic()
