@@ -378,17 +378,18 @@ class _Op:
 
 
 def _commit(conn: sqlite3.Connection, batch: list[_Op]) -> None:
-    """Apply ``batch`` in one transaction, each op in its own savepoint; never raises."""
+    """Apply ``batch`` in one transaction, each op failing alone; never raises.
+
+    The ops run straight through first; only when one of them raises is the transaction
+    rolled back and the batch applied again, each op in its own savepoint. The ops are pure
+    functions of the database, so the outcome is as if every op had its own savepoint.
+    """
     try:
         conn.execute("BEGIN IMMEDIATE")
-        for op in batch:
-            conn.execute("SAVEPOINT op")
-            try:
-                op.result = op.apply(conn)
-            except Exception as exc:
-                conn.execute("ROLLBACK TO op")
-                op.error = exc
-            conn.execute("RELEASE op")
+        if not _apply_all(conn, batch):
+            sql.rollback(conn)
+            conn.execute("BEGIN IMMEDIATE")
+            _apply_each(conn, batch)
         conn.execute("COMMIT")
     except Exception as exc:
         sql.rollback(conn)
@@ -399,6 +400,29 @@ def _commit(conn: sqlite3.Connection, batch: list[_Op]) -> None:
     finally:
         for op in batch:
             op.done = True
+
+
+def _apply_all(conn: sqlite3.Connection, batch: list[_Op]) -> bool:
+    """Apply every op with no savepoints; return False at the first that raises."""
+    for op in batch:
+        try:
+            op.result = op.apply(conn)
+        except Exception:
+            return False
+    return True
+
+
+def _apply_each(conn: sqlite3.Connection, batch: list[_Op]) -> None:
+    """Apply every op in a savepoint of its own: a failing op is undone and keeps its error."""
+    for op in batch:
+        op.result = None
+        conn.execute("SAVEPOINT op")
+        try:
+            op.result = op.apply(conn)
+        except Exception as exc:
+            conn.execute("ROLLBACK TO op")
+            op.error = exc
+        conn.execute("RELEASE op")
 
 
 def _close_all(connections: tuple[sqlite3.Connection | None, ...]) -> None:
