@@ -87,8 +87,9 @@ class SQLiteStore:
         self._reader: sqlite3.Connection | None = None
         self._closed = False
         self._queue: list[_Op] = []
-        #: Whether a write leads the group commit now (see :meth:`_write`).
-        self._leading = False
+        #: The write that takes the queue next, and what the others in it wait on.
+        self._leader: _Op | None = None
+        self._woken: anyio.Event | None = None
         self._commit_lock = anyio.Lock()
         self._open_lock = anyio.Lock()
         # One reader connection, used by one thread at a time.
@@ -162,7 +163,7 @@ class SQLiteStore:
         transaction (nothing is written when the compare-and-set loses)."""
         new = run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
         rows = [sql.journal_row(run.run_id, record) for record in records]
-        body = None if trace is None else sql.to_json(trace, f"the trace of run {run.run_id!r}")
+        body = None if trace is None else sql.trace_body(run.run_id, trace)
         won = await self._write(
             partial(sql.finish_run, sql.run_row(new), expected_version, rows, body)
         )
@@ -187,7 +188,7 @@ class SQLiteStore:
 
     async def save_trace(self, run_id: str, trace: dict[str, Any]) -> None:
         """Store the run's trace (replacing an earlier one)."""
-        body = sql.to_json(trace, f"the trace of run {run_id!r}")
+        body = sql.trace_body(run_id, trace)
         await self._write(partial(sql.upsert_trace, run_id, body))
 
     async def load_trace(self, run_id: str) -> dict[str, Any] | None:
@@ -232,68 +233,63 @@ class SQLiteStore:
     async def _write(self, apply: Callable[[sqlite3.Connection], T]) -> T:
         """Queue one write, see it committed (by this task or another), return its result.
 
-        The first writer to find no flush under way leads: it commits the whole queue, then
-        hands the lead to the oldest write still queued, which commits what queued up in the
-        meantime. The others just wait for their batch, all woken at once when it commits.
+        The first write to join an untaken queue leads it: once the commit lock is free it
+        takes the whole queue and commits it. The others wait on one event for the queue,
+        set when their batch has committed, or when their leader gave up before taking it.
         """
         if self._writer is None:
             await self._ensure_open()
         op = _Op(apply)
         self._queue.append(op)
         try:
-            if self._leading:
-                op.wake = anyio.Event()
-                await op.wake.wait()  # set when its batch committed, or when it leads
-            else:
-                self._leading = op.lead = True
-            if op.lead:
-                await self._lead(op)
+            while not op.done:
+                if self._leader is None:
+                    self._leader = op
+                    async with self._commit_lock:
+                        if not op.done:  # a close may have committed it already
+                            await self._flush()
+                else:
+                    if self._woken is None:
+                        self._woken = anyio.Event()
+                    await self._woken.wait()
         except BaseException:
             # Cancelled before any batch took it: drop it so that nobody commits it later.
             if not op.done and op in self._queue:
                 self._queue.remove(op)
-            if op.lead:
-                self._hand_over()
+            if self._leader is op:  # gave up the lead before taking the queue: pass it on
+                self._leader = None
+                self._wake_queue()
             raise
         if op.error is not None:
             raise self._translate(op.error)
         return cast(T, op.result)
 
-    async def _lead(self, op: _Op) -> None:
-        """Commit the queue (this leader's op with it), then hand the lead on."""
-        if not op.done:  # a close may have committed it already
-            async with self._commit_lock:
-                await self._flush()
-        op.lead = False
-        self._hand_over()
-
-    def _hand_over(self) -> None:
-        """Make the oldest queued write the next leader, or note that nobody leads."""
-        for op in self._queue:
-            if not op.done:
-                op.lead = True
-                if op.wake is not None:
-                    op.wake.set()
-                return
-        self._leading = False
+    def _wake_queue(self) -> None:
+        """Wake the writes waiting in the queue (one of them leads it next)."""
+        woken, self._woken = self._woken, None
+        if woken is not None:
+            woken.set()
 
     async def _flush(self) -> None:
         """Commit everything queued as one transaction. The caller holds the commit lock."""
         batch, self._queue = self._queue, []
-        if self._writer is None:
-            for op in batch:
-                op.error, op.done = self._closed_error(), True
-        else:
-            try:
-                await anyio.to_thread.run_sync(_commit, self._writer, batch)
-            except BaseException:
-                # Cancelled before the thread started (the thread itself cannot be
-                # cancelled): hand the untouched ops to the next leader, in their order.
-                self._queue[:0] = [op for op in batch if not op.done]
-                raise
-        for op in batch:
-            if op.wake is not None:
-                op.wake.set()
+        woken, self._woken = self._woken, None
+        self._leader = None  # the next write to come leads the next batch
+        try:
+            if self._writer is None:
+                for op in batch:
+                    op.error, op.done = self._closed_error(), True
+            else:
+                try:
+                    await anyio.to_thread.run_sync(_commit, self._writer, batch)
+                except BaseException:
+                    # Cancelled before the thread started (the thread itself cannot be
+                    # cancelled): put the untouched ops back first in the queue, in order.
+                    self._queue[:0] = [op for op in batch if not op.done]
+                    raise
+        finally:
+            if woken is not None:  # done, or back in the queue to be led by another
+                woken.set()
 
     def _translate(self, error: BaseException) -> BaseException:
         # One database failure may be shared by a whole batch: wrap it afresh per caller.
@@ -371,10 +367,6 @@ class _Op:
     result: object = None
     error: BaseException | None = None
     done: bool = False
-    #: Whether this op's task commits the next batch.
-    lead: bool = False
-    #: Set when the op is done or leads; made only for an op that waits.
-    wake: anyio.Event | None = None
 
 
 def _commit(conn: sqlite3.Connection, batch: list[_Op]) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "select_runs",
     "select_trace",
     "to_json",
+    "trace_body",
     "update_run",
     "upsert_trace",
 ]
@@ -273,7 +274,10 @@ def run_row(run: Run) -> RunRow:
 
 def journal_row(run_id: str, record: JournalRecord) -> JournalRow:
     """Return the record's row, its data as JSON text (a ``JournalError`` when it is not)."""
-    data = to_json(record.data, f"journal record {record.key!r} of run {run_id!r}")
+    try:
+        data = pydantic_core.to_json(record.data).decode()
+    except pydantic_core.PydanticSerializationError:  # named only now: the usual case is fine
+        data = to_json(record.data, f"journal record {record.key!r} of run {run_id!r}")
     return (
         run_id,
         record.key,
@@ -283,6 +287,14 @@ def journal_row(run_id: str, record: JournalRecord) -> JournalRow:
         data,
         record.created_at,
     )
+
+
+def trace_body(run_id: str, trace: dict[str, Any]) -> str:
+    """Return a run's trace as JSON text (a ``JournalError`` when it is not JSON)."""
+    try:
+        return pydantic_core.to_json(trace).decode()
+    except pydantic_core.PydanticSerializationError:  # named only now: the usual case is fine
+        return to_json(trace, f"the trace of run {run_id!r}")
 
 
 def to_json(value: object, what: str) -> str:
