@@ -16,12 +16,24 @@ from engine._errors import JournalError
 __all__ = ["digest", "from_json", "to_json"]
 
 
+#: Types whose values are their own JSON form (exact types: a subclass may serialise else).
+_PLAIN: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json(value: object, *, what: str) -> Any:
     """Return the JSON form of ``value``.
 
     Raises:
         JournalError: The value cannot be written as JSON; ``what`` names it in the message.
     """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict and all(
+        type(k) is str and type(v) in _PLAIN
+        for k, v in value.items()  # type: ignore[attr-defined]
+    ):
+        return dict(value)  # type: ignore[call-overload]
     try:
         data = to_jsonable_python(value)
         json.dumps(data)
