@@ -136,6 +136,8 @@ class Batch:
         self._background_scope = anyio.CancelScope()
         self._finished = False
         self._tg: TaskGroup | None = None
+        #: Where runs go instead of the stream when the whole batch is collected at once.
+        self._sink: dict[int, Run] | None = None
         self._send: MemoryObjectSendStream[tuple[int, Run]]
         self._receive: MemoryObjectReceiveStream[tuple[int, Run]]
 
@@ -200,6 +202,18 @@ class Batch:
         async for pair in self._receive:
             yield pair
 
+    async def _collect(self) -> list[Run]:
+        """Run the whole batch and return its runs in input order (``run_many``).
+
+        The runs are kept as they finish instead of passing one by one through the stream.
+        """
+        sink: dict[int, Run] = {}
+        self._sink = sink
+        async with self:
+            async for _ in self._receive:  # ends when the last run has been kept
+                pass
+        return [sink[i] for i in sorted(sink)]
+
     # -- stopping ----------------------------------------------------------------------------
 
     def cancel(self) -> None:
@@ -256,8 +270,11 @@ class Batch:
         try:
             run = await self._run_one(item, run_id)
             if run is not None:
-                # Holding the slot while the reader is slow: back-pressure up to the inputs.
-                await self._send.send((index, run))
+                if self._sink is not None:
+                    self._sink[index] = run
+                else:
+                    # Holding the slot while the reader is slow: back-pressure to the inputs.
+                    await self._send.send((index, run))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the reader left; the run is stored whatever happened to it
         finally:

@@ -179,9 +179,7 @@ class Engine:
             progress=progress,
             handle_signals=handle_signals,
         )
-        async with batch:
-            out = {index: run async for index, run in batch.indexed()}
-        return [out[i] for i in sorted(out)]
+        return await batch._collect()
 
     def as_completed(
         self,

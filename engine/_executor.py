@@ -202,10 +202,12 @@ class Executor:
     def _deadline(self, run: Run, timeout_s: float | None) -> tuple[float, str, float | None]:
         """Return the run's deadline (anyio time), what it is, and the limit behind it."""
         deadline, why, limit = math.inf, "cancelled", None
+        wall = self.budget.wall_s if self.budget is not None else None
+        if timeout_s is None and wall is None:
+            return deadline, why, limit
         now = anyio.current_time()
         if timeout_s is not None:
             deadline, why, limit = now + timeout_s, "timeout", timeout_s
-        wall = self.budget.wall_s if self.budget is not None else None
         if wall is not None and now + wall - run.active_s < deadline:
             deadline, why, limit = now + wall - run.active_s, "budget_exceeded", wall
         return deadline, why, limit
