@@ -42,23 +42,27 @@ async def resolve(
         return option.name
     if kind == "schema":
         return {"decision": option.name, **pick.args}
-    kwargs = bind(pick, runtime=runtime, context=context)
     fn = option.handler
     assert callable(fn)
     spec = option.function
-    is_async = spec.is_async if spec is not None else False
+    if spec is None:
+        is_async, kwargs = False, pick.args
+    else:
+        # The validated args are a dict of their own: only binding needs a copy.
+        is_async = spec.is_async
+        kwargs = bind(pick, runtime=runtime, context=context) if spec.binds else pick.args
     if parent is None:
         return await call_option(fn, kwargs, is_async)
     if hooks is None:
         hooks = current_hooks.get()
-    node = parent.child("step", option.name)
+    node = parent.open_child("step", option.name, {})
     node_token = current_node.set(node)
     runtime_token = current_runtime.set(runtime) if runtime is not None else None
     meta = getattr(fn, AGENTIC_ATTR, None)
     policy = meta.get("retry") if meta else None
     try:
         if policy is None and hooks.passes_step:
-            result = await call_option(fn, kwargs, is_async)
+            result = await fn(**kwargs) if is_async else await call_option(fn, kwargs, False)
         else:
             run = functools.partial(call_option, fn, kwargs, is_async)
             if policy is not None:

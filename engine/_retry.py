@@ -64,6 +64,10 @@ class Transport:
             raise  # the breaker decided: no policy may retry past it
         except RetryableModelError as exc:
             first = exc
+        return await self.after(first, model, request)
+
+    async def after(self, first: RetryableModelError, model: Model, request: Request) -> Response:
+        """Retry ``request`` under the policy after its first attempt failed with ``first``."""
         # The slow path: only a failed call pays for the policy.
         retries = _Retries(model, request, self.node, self.on_retry)
         return await retries.run((self.policy or _DEFAULT).copy(), first)

@@ -19,7 +19,13 @@ from engine._decision._extract import find_pick
 from engine._decision._menu import Menu, build_menu
 from engine._decision._prompts import DECISION_FINISH_INSTRUCTION, repick_text
 from engine._decision._validate import Failure, Pick, validate
-from engine._errors import REPLY_HEAD, DeadlineExceeded, DecisionError
+from engine._errors import (
+    REPLY_HEAD,
+    CircuitOpenError,
+    DeadlineExceeded,
+    DecisionError,
+    RetryableModelError,
+)
 from engine._hooks import Hooks, RetryEvent, current_hooks
 from engine._layers import DecisionRetry
 from engine._ledger import note_retry
@@ -179,12 +185,17 @@ class Runtime:
             _check_retries(max_retries)
         hooks = current_hooks.get()
         model = model or self.model
-        mode = self._enforcement(model, request)
+        # Most models cannot constrain a reply: then the pick is parsed from text.
+        can = self.enforce == "on" or getattr(model, "enforcement", None) is not None
+        mode = self._enforcement(model, request) if can else None
         if mode is not None:
             request = request.model_copy(update={"enforce": pick_schema(menu)})
-        node = self.open_node(
-            "decision", "decision", options=menu.names, enforcement=mode or "text"
-        )
+        data = {"options": menu.names, "enforcement": mode or "text"}
+        parent = current_node.get()
+        if parent is not None:
+            node = parent.open_child("decision", "decision", data)
+        else:
+            node = self.trace.open("decision", "decision", parent=None, **data)
         # This is the hot path of every decision: tokens instead of context managers, and
         # hooks that only pass through are skipped.
         token = current_node.set(node)
@@ -289,11 +300,18 @@ class Runtime:
         The live call retries transport failures under :attr:`transport`; each retry is a
         ``retry`` node under ``node`` and an ``on_retry`` event.
         """
-        call = Transport(self.transport, node, on_retry)
         try:
             if hooks.passes_model_call:
-                response = await call(model, request)
+                try:
+                    response = await model.complete(request)
+                except RetryableModelError as exc:
+                    # Transport failures (not an open breaker) go to the transport policy.
+                    if isinstance(exc, CircuitOpenError):
+                        raise
+                    retry = Transport(self.transport, node, on_retry)
+                    response = await retry.after(exc, model, request)
             else:
+                call = Transport(self.transport, node, on_retry)
                 response = await hooks.model_call(node, model, request, call)
         except BaseException as exc:
             node.close("error", error=type(exc).__name__)
@@ -361,7 +379,7 @@ class _Asker:
             if attempt:  # a re-pick is the parse layer's retry (layer 1)
                 mnode = node.child("repick", "repick", attempt=attempt, layer="parse")
             else:
-                mnode = node.child("model_call", "model_call", attempt=0)
+                mnode = node.open_child("model_call", "model_call", {"attempt": 0})
             if self.loop is None:
                 response = await self.runtime.call_model(
                     mnode, self.model, request, self.hooks, self.on_retry

@@ -63,7 +63,6 @@ class Node:
         key: str,
         parent_id: int | None,
         trace: Trace,
-        *,
         data: dict[str, Any] | None = None,
     ) -> None:
         self.id = id
@@ -103,9 +102,19 @@ class Node:
 
     def child(self, kind: NodeKind, name: str, **data: Any) -> Node:
         """Open a child node; its key is this node's key plus a per-label counter."""
+        return self.open_child(kind, name, data)
+
+    def open_child(self, kind: NodeKind, name: str, data: dict[str, Any]) -> Node:
+        """Open a child node holding ``data`` (the dict itself, not a copy)."""
         trace = self.trace
-        key = self.next_key(kind if kind in _KEYED_BY_KIND else name)
-        node = Node(next(trace._ids), kind, name, key, self.id, trace, data=data)
+        label = kind if kind in _KEYED_BY_KIND else name
+        counters = self._counters
+        if counters is None:
+            counters = self._counters = {}
+        n = counters.get(label, 0)
+        counters[label] = n + 1
+        key = f"{self.key}/{label}:{n}" if self.key else f"{label}:{n}"
+        node = Node(next(trace._ids), kind, name, key, self.id, trace, data)
         trace.nodes.append(node)
         return node
 

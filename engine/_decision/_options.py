@@ -36,6 +36,8 @@ class Option:
     #: Whether this object is shared through a cache (so menus made of such options can be
     #: cached too, by identity).
     shared: bool = False
+    #: The names of the fields the model must fill.
+    required: frozenset[str] = frozenset()
 
     @classmethod
     def make(
@@ -51,7 +53,8 @@ class Option:
     ) -> Option:
         """Build an option and render its block."""
         block = render_block(name, description, fields)
-        return cls(name, kind, description, fields, handler, function, block, shared)
+        required = frozenset(p.name for p in fields if p.required or kind == "schema")
+        return cls(name, kind, description, fields, handler, function, block, shared, required)
 
     @property
     def field_names(self) -> frozenset[str]:

@@ -20,13 +20,14 @@ from engine._context import RUNTIME_PARAMS
 from engine._decision._spec import Spec, from_annotation, from_spec, with_enum
 from engine._errors import OptionsTypeError
 
-__all__ = ["AGENTIC_ATTR", "FunctionSpec", "Param", "describe", "function_spec"]
+__all__ = ["AGENTIC_ATTR", "EMPTY", "FunctionSpec", "Param", "describe", "function_spec"]
 
 #: Attribute under which ``@agentic_function`` stores its metadata on the wrapper.
 AGENTIC_ATTR = "__agentic__"
 
 Source = Literal["llm", "hidden", "runtime"]
-_EMPTY: Any = inspect.Parameter.empty
+EMPTY: Any = inspect.Parameter.empty
+_EMPTY = EMPTY
 _OPAQUE = Spec("any", "any")
 
 
@@ -54,6 +55,11 @@ class FunctionSpec:
     var_keyword: bool
     description: str | None
     is_async: bool
+    #: Whether binding adds arguments the model never fills (runtime or hidden ones).
+    binds: bool = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "binds", any(p.source != "llm" for p in self.params))
 
     @property
     def visible(self) -> tuple[Param, ...]:

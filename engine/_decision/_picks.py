@@ -6,7 +6,7 @@ import ast
 import json
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["CALL_KEYS", "MAX_DEPTH", "RawPick", "as_pick", "last_pick", "load_json", "load_literal"]
 
@@ -20,8 +20,7 @@ _ODD_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*+\\[^\n\\'\"abfnrtvx0-7NuU]")
 _DECODER = json.JSONDecoder(strict=False)
 
 
-@dataclass(frozen=True, slots=True)
-class RawPick:
+class RawPick(NamedTuple):
     """A pick as found in the reply, before validation against the menu.
 
     Attributes:
@@ -114,8 +113,15 @@ def as_pick(obj: dict[str, object], names: Collection[str] | None, wrapped: bool
 
 
 def _build(obj: dict[str, object], call_key: str) -> RawPick:
-    args_key = next((key for key in _ARGS_KEYS if key in obj), None)
-    extras = {key: v for key, v in obj.items() if key not in (call_key, args_key)}
+    args_key = None
+    for key in _ARGS_KEYS:
+        if key in obj:
+            args_key = key
+            break
+    if len(obj) == (1 if args_key is None else 2):
+        extras: dict[str, object] = {}  # the usual pick: the call and its args, nothing else
+    else:
+        extras = {key: v for key, v in obj.items() if key not in (call_key, args_key)}
     if args_key is None:
         return RawPick(obj[call_key], None, False, extras)
     args = obj[args_key]

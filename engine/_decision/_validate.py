@@ -9,21 +9,20 @@ dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine._context import RUNTIME_PARAMS
 from engine._decision._extract import RawPick
 from engine._decision._menu import Menu
 from engine._decision._options import Option
+from engine._decision._params import EMPTY
 from engine._decision._spec import FieldError, check
 from engine._errors import OptionsTypeError
 
 __all__ = ["Failure", "Pick", "bind", "validate"]
 
 
-@dataclass(frozen=True, slots=True)
-class Pick:
+class Pick(NamedTuple):
     """A validated pick: the option and its validated, model-supplied arguments."""
 
     option: Option
@@ -90,30 +89,37 @@ def _param_names(option: Option) -> frozenset[str]:
 
 
 def _check_schema(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:
-    missing = [p.name for p in option.fields if p.name not in args]
-    if missing:
+    if not option.required <= args.keys():
+        missing = [p.name for p in option.fields if p.name not in args]
         raise Failure(
             "missing_required",
             f"{option.name!r} is missing required field(s): {', '.join(missing)}",
         )
-    return {p.name: _check(option, p.spec, args[p.name], p.name) for p in option.fields}
+    try:
+        return {p.name: check(p.spec, args[p.name], p.name) for p in option.fields}
+    except FieldError as exc:
+        raise _failure(option, exc) from None
 
 
 def _check_params(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:
-    missing = [p.name for p in option.fields if p.required and p.name not in args]
-    if missing:
+    if not option.required <= args.keys():
+        missing = [p.name for p in option.fields if p.required and p.name not in args]
         raise Failure(
             "missing_required",
             f"{option.name!r} is missing required argument(s): {', '.join(missing)}",
         )
     out: dict[str, Any] = {}
-    for p in option.fields:
-        if p.name not in args:
-            continue
-        value = args[p.name]
-        if value is None and p.has_default:
-            continue  # null means "use the default"
-        out[p.name] = _check(option, p.spec, value, p.name)
+    try:
+        for p in option.fields:
+            name = p.name
+            if name not in args:
+                continue
+            value = args[name]
+            if value is None and p.default is not EMPTY:
+                continue  # null means "use the default"
+            out[name] = check(p.spec, value, name)
+    except FieldError as exc:
+        raise _failure(option, exc) from None
     spec = option.function
     if spec is not None and spec.var_keyword:
         blocked = RUNTIME_PARAMS.union(p.name for p in spec.params)
@@ -121,11 +127,8 @@ def _check_params(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _check(option: Option, spec: Any, value: object, path: str) -> object:
-    try:
-        return check(spec, value, path)
-    except FieldError as exc:
-        raise Failure(exc.kind, f"{option.name!r}: {exc}") from None
+def _failure(option: Option, exc: FieldError) -> Failure:
+    return Failure(exc.kind, f"{option.name!r}: {exc}")
 
 
 def bind(

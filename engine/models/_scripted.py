@@ -47,7 +47,7 @@ class ScriptedModel:
         self.requests.append(request)
         if self._fn is not None:
             text = self._fn(request)
-            if inspect.isawaitable(text):
+            if type(text) is not str and inspect.isawaitable(text):
                 text = await text
             if not isinstance(text, str):
                 raise TypeError(f"the reply function must return a str, got {type(text).__name__}")
@@ -62,9 +62,11 @@ class ScriptedModel:
             text = self._script[self._next]
             self._next += 1
         # A rough token count (4 characters a token) so usage adds up in runs and traces.
-        chars = sum(
-            len(b.text) for m in request.messages for b in m.content if isinstance(b, TextBlock)
-        )
+        chars = 0
+        for m in request.messages:
+            for b in m.content:
+                if isinstance(b, TextBlock):
+                    chars += len(b.text)
         return trusted_response(
             text,
             finish_reason="stop",

@@ -180,11 +180,12 @@ class Model(Protocol):
 
 _M = TypeVar("_M", bound=BaseModel)
 _set = object.__setattr__
+_new = object.__new__  # BaseModel defines no __new__ of its own
 
 
 def _trusted(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
     """Build ``cls`` from ``values`` (every field given) without validating them."""
-    obj = cls.__new__(cls)
+    obj = _new(cls)
     _set(obj, "__dict__", values)
     _set(obj, "__pydantic_fields_set__", fields_set)
     _set(obj, "__pydantic_extra__", None)
