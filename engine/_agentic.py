@@ -13,12 +13,14 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
-from engine._context import RUNTIME_PARAMS, ambient_runtime, current_node, current_runtime
+from engine._context import RUNTIME_PARAMS, current_node, current_runtime
 from engine._decision._params import AGENTIC_ATTR
 from engine._policies import step_policy
 from engine._trace import Node, Trace
 
 if TYPE_CHECKING:
+    from contextvars import Token
+
     from tenacity import AsyncRetrying
 
 __all__ = ["agentic_function"]
@@ -89,8 +91,14 @@ def _wrap(
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             runtime, args = _inject(slots, args, kwargs)
-            with _frame(frame_name, runtime), ambient_runtime(runtime):
+            frame = _frame(frame_name, runtime)
+            try:
                 return await fn(*args, **kwargs)
+            except BaseException as exc:
+                frame.leave(exc)
+                raise
+            finally:
+                frame.leave(None)
 
         wrapper: Callable[..., Any] = async_wrapper
     else:
@@ -98,8 +106,14 @@ def _wrap(
         @functools.wraps(fn)
         def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
             runtime, args = _inject(slots, args, kwargs)
-            with _frame(frame_name, runtime), ambient_runtime(runtime):
+            frame = _frame(frame_name, runtime)
+            try:
                 return fn(*args, **kwargs)
+            except BaseException as exc:
+                frame.leave(exc)
+                raise
+            finally:
+                frame.leave(None)
 
         wrapper = sync_wrapper
     if name:
@@ -175,36 +189,41 @@ def _inject(
 
 
 class _frame:
-    """Open a frame node for one call and make it the parent of what the body opens.
+    """One call's frame: a frame node made the parent of what the body opens, and the
+    call's runtime made ambient for the body. Opened when made; :meth:`leave` closes it.
 
     A call with no parent node and no runtime has no trace to join, so it opens no node:
     what the body opens becomes a root of whichever runtime's trace it uses.
     """
 
-    __slots__ = ("_node", "_token", "name", "runtime")
+    __slots__ = ("_node", "_node_token", "_runtime_token")
 
     def __init__(self, name: str, runtime: object | None) -> None:
-        self.name = name
-        self.runtime = runtime
         self._node: Node | None = None
-
-    def __enter__(self) -> None:
+        self._node_token: Token[Node | None] | None = None
         parent = current_node.get()
         if parent is not None:
-            node = parent.child("frame", self.name)
+            node: Node | None = parent.open_child("frame", name, {})
         else:
-            trace = getattr(self.runtime, "trace", None)
-            if not isinstance(trace, Trace):
-                return
-            node = trace.open("frame", self.name, parent=None)
-        self._node = node
-        self._token = current_node.set(node)
+            trace = getattr(runtime, "trace", None)
+            node = trace.open("frame", name, parent=None) if isinstance(trace, Trace) else None
+        if node is not None:
+            self._node = node
+            self._node_token = current_node.set(node)
+        self._runtime_token = current_runtime.set(runtime) if runtime is not None else None
 
-    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-        if self._node is None:
+    def leave(self, exc: BaseException | None) -> None:
+        """Restore the ambient runtime and node and close the node (once; later calls no-op)."""
+        if self._runtime_token is not None:
+            current_runtime.reset(self._runtime_token)
+            self._runtime_token = None
+        node = self._node
+        if node is None:
             return
-        current_node.reset(self._token)
-        if exc_type is None:
-            self._node.close("ok")
+        self._node = None
+        assert self._node_token is not None
+        current_node.reset(self._node_token)
+        if exc is None:
+            node.close("ok")
         else:
-            self._node.close("error", error=exc_type.__name__)
+            node.close("error", error=type(exc).__name__)
