@@ -11,6 +11,7 @@ runs ask them in, and a retried request (a transport retry) gets a fresh draw.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -184,7 +185,7 @@ class SimulatedModel:
 
     def _fault(self, draw: float) -> str | None:
         edge = 0.0
-        for name, rate in self.faults.rates().items():
+        for name, rate in _rates(self.faults):
             edge += rate
             if draw < edge:
                 return name
@@ -271,6 +272,11 @@ class SimulatedModel:
             model=self.name,
             latency_s=delay,
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _rates(faults: Faults) -> tuple[tuple[str, float], ...]:
+    return tuple(faults.rates().items())
 
 
 def _wrong_types(pick: dict[str, Any], choices: list[ChoiceSpec]) -> dict[str, Any]:
