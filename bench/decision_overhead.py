@@ -96,22 +96,34 @@ async def hand_written() -> float:
 async def engine_make(
     options_factory: Callable[[], dict[str, object]], pick: dict[str, object]
 ) -> float:
-    runtime = Runtime(model=ScriptedModel(fake_model(pick)))
+    model = ScriptedModel(fake_model(pick))
+    runtime = Runtime(model=model)
     t0 = time.perf_counter()
     for _ in range(CALLS):
-        runtime.trace.nodes.clear()  # keep memory flat: the trace is per run in real use
+        # Keep memory flat, as the hand-written loop does: in real use the trace is per run,
+        # and a provider model keeps no log of the requests it answered.
+        runtime.trace.nodes.clear()
+        model.requests.clear()
         await decision.make("Pick the next step.", options_factory(), runtime=runtime)
     return (time.perf_counter() - t0) / CALLS * 1e6
 
 
-def median_of(fn: Callable[[], Awaitable[float]]) -> float:
-    return statistics.median(asyncio.run(fn()) for _ in range(ROUNDS))
+def medians(*fns: Callable[[], Awaitable[float]]) -> list[float]:
+    """Run the rounds interleaved (each round runs every fn once), so that a change in the
+    machine's load falls on every figure alike; return each fn's median."""
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(ROUNDS):
+        for fn, runs in zip(fns, samples, strict=True):
+            runs.append(asyncio.run(fn()))
+    return [statistics.median(runs) for runs in samples]
 
 
 def main() -> None:
-    floor = median_of(hand_written)
-    three = median_of(lambda: engine_make(lambda: dict(THREE), PICK3))
-    twenty = median_of(lambda: engine_make(twenty_options, PICK20))
+    floor, three, twenty = medians(
+        hand_written,
+        lambda: engine_make(lambda: dict(THREE), PICK3),
+        lambda: engine_make(twenty_options, PICK20),
+    )
     print(f"decision round trip (median of {ROUNDS} x {CALLS} calls, µs per call)")
     rows = [
         ("hand-written transition (floor)", floor),
