@@ -28,13 +28,21 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Iterable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+)
 from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -132,8 +140,18 @@ class Batch:
         self.interrupted = False
         self._t0 = time.monotonic()
         self._scopes: dict[str, anyio.CancelScope] = {}
-        self._feed_scope = anyio.CancelScope()
         self._background_scope = anyio.CancelScope()
+        # The feed: its workers, how many there are and run, the inputs read so far, and why
+        # it stopped taking inputs.
+        self._pool: TaskGroup
+        self._workers = 0
+        self._busy = 0
+        self._index = 0
+        self._stopped = False
+        self._exhausted = False
+        self._failed: Exception | None = None
+        self._reading = anyio.Lock()
+        self._fetch: anyio.CancelScope | None = None
         self._finished = False
         self._tg: TaskGroup | None = None
         #: Where runs go instead of the stream when the whole batch is collected at once.
@@ -223,8 +241,12 @@ class Batch:
 
     def stop_feeding(self) -> None:
         """Start no more runs; those in flight go on."""
-        if not self._feed_scope.cancel_called:
-            self._feed_scope.cancel()
+        if self._stopped:
+            return
+        self._stopped = True
+        self.interrupted = not self._exhausted
+        if self._fetch is not None:
+            self._fetch.cancel()  # a read of the inputs under way
 
     def cut(self, reason: str) -> None:
         """Stop every run of the batch still in flight now, recording ``reason``."""
@@ -239,34 +261,79 @@ class Batch:
     # -- the tasks ---------------------------------------------------------------------------
 
     async def _feed(self) -> None:
-        limiter = anyio.CapacityLimiter(self.concurrency)
-        assert self._tg is not None
-        tg = self._tg
-        async with self._send:
-            with self._feed_scope:
-                index = 0
-                async with aclosing(_items(self.inputs)) as items:
-                    async for item in items:
-                        token = object()
-                        await limiter.acquire_on_behalf_of(token)
-                        if self._feed_scope.cancel_called:  # stopped while a slot came free
-                            limiter.release_on_behalf_of(token)
-                            break
-                        run_id = self.run_id(item) if self.run_id is not None else _IDS.new()
-                        # Registered before the task starts, so a cancel from now on reaches it.
-                        self._scopes[run_id] = anyio.CancelScope()
-                        tg.start_soon(self._one, index, item, run_id, limiter, token)
-                        index += 1
-            self.interrupted = self._feed_scope.cancel_called
-            # The runs in flight still hand their results over: wait until they all have.
-            with anyio.CancelScope(shield=True):
-                for _ in range(self.concurrency):
-                    await limiter.acquire_on_behalf_of(object())
+        # A pool of workers, each running one run at a time and reading the next input when it
+        # is free: at most ``concurrency`` runs in flight, with a task per slot, not per run.
+        inputs = self.inputs
+        items = aiter(inputs) if isinstance(inputs, AsyncIterable) else iter(inputs)
+        async with self._send, aclosing(_items(items)) as reader:
+            async with anyio.create_task_group() as pool:
+                self._pool = pool
+                pool.start_soon(self._work, items, reader)
+            if self._failed is not None:  # the inputs raised: as it is, not in a group
+                raise self._failed
         self._finished = True
 
-    async def _one(
-        self, index: int, item: Any, run_id: str, limiter: anyio.CapacityLimiter, token: object
-    ) -> None:
+    async def _work(self, items: Iterator[Any] | AsyncIterator[Any], reader: Reader) -> None:
+        """Take inputs and run them one after another until none is left or feeding stops."""
+        self._workers += 1
+        while True:
+            try:
+                taken = await self._take(items, reader)
+            except Exception as exc:
+                # Stop everything, as if the inputs had raised in the task that reads them.
+                self._failed = exc
+                self._pool.cancel_scope.cancel()
+                return
+            if taken is None:
+                return
+            if self._busy == self._workers - 1 and self._workers < self.concurrency:
+                self._pool.start_soon(self._work, items, reader)  # every worker is busy
+            self._busy += 1
+            try:
+                await self._one(*taken)
+            finally:
+                self._busy -= 1
+            if self._sink is None:
+                # Let the reader act on the run just handed over (it may stop the batch)
+                # before this worker starts another.
+                await anyio.lowlevel.checkpoint()
+
+    async def _take(
+        self, items: Iterator[Any] | AsyncIterator[Any], reader: Reader
+    ) -> tuple[int, Any, str] | None:
+        """Read the next input and register its run; ``None`` when there is none to start."""
+        if self._stopped or self._exhausted:
+            return None
+        if isinstance(items, Iterator):
+            try:
+                item = next(items)
+            except StopIteration:
+                self._exhausted = True
+                return None
+        else:
+            item = await self._read(reader)
+            if item is _NOTHING:
+                return None
+        index = self._index
+        self._index += 1
+        run_id = self.run_id(item) if self.run_id is not None else _IDS.new()
+        # Registered before the run starts, so a cancel from now on reaches it.
+        self._scopes[run_id] = anyio.CancelScope()
+        return index, item, run_id
+
+    async def _read(self, reader: Reader) -> Any:
+        """Read an async input, one worker at a time; :data:`_NOTHING` when none is left."""
+        async with self._reading:
+            if self._stopped or self._exhausted:
+                return _NOTHING
+            with anyio.CancelScope() as self._fetch:  # stop_feeding cancels it
+                try:
+                    return await anext(reader)
+                except StopAsyncIteration:
+                    self._exhausted = True
+            return _NOTHING
+
+    async def _one(self, index: int, item: Any, run_id: str) -> None:
         try:
             run = await self._run_one(item, run_id)
             if run is not None:
@@ -277,8 +344,6 @@ class Batch:
                     await self._send.send((index, run))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the reader left; the run is stored whatever happened to it
-        finally:
-            limiter.release_on_behalf_of(token)
 
     async def _run_one(self, item: Any, run_id: str) -> Run | None:
         self._changed(started=1, in_flight=1)
@@ -395,11 +460,12 @@ class _RunIds:
 _IDS = _RunIds()
 
 
-async def _items(inputs: Inputs) -> AsyncGenerator[Any, None]:
-    """Yield the inputs one at a time, whether they come from a sync or an async iterable."""
-    if isinstance(inputs, AsyncIterable):
-        async for item in inputs:
+_NOTHING = object()
+Reader = AsyncGenerator[Any, None]
+
+
+async def _items(items: Iterator[Any] | AsyncIterator[Any]) -> Reader:
+    """Yield async inputs one at a time (closed with the batch); sync ones are read directly."""
+    if isinstance(items, AsyncIterator):
+        async for item in items:
             yield item
-        return
-    for item in inputs:
-        yield item
