@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import NamedTuple
 
 __all__ = ["CALL_KEYS", "MAX_DEPTH", "RawPick", "as_pick", "last_pick", "load_json", "load_literal"]
@@ -18,6 +18,7 @@ _ARGS_KEYS = ("args", "arguments", "parameters", "input")
 _JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
 _ODD_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*+\\[^\n\\'\"abfnrtvx0-7NuU]")
 _DECODER = json.JSONDecoder(strict=False)
+_SCAN: Callable[[str, int], tuple[object, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 class RawPick(NamedTuple):
@@ -39,7 +40,11 @@ class RawPick(NamedTuple):
 def load_json(chunk: str) -> tuple[dict[str, object] | None, int]:
     """Decode one whole JSON object; on failure return the error position (or -1)."""
     try:
-        value, end = _DECODER.raw_decode(chunk)
+        # The decoder's scanner itself (what raw_decode wraps), for a chunk that starts
+        # with its value.
+        value, end = _SCAN(chunk, 0)
+    except StopIteration as exc:  # no value at all where one starts
+        return None, exc.value
     except json.JSONDecodeError as exc:
         return None, exc.pos
     except (ValueError, RecursionError):  # an over-long integer; nesting past the C guard

@@ -72,8 +72,10 @@ def _args_of(raw: RawPick, option: Option) -> dict[str, Any]:
             return dict(extras)
         return {}
     args = raw.args
-    if args is None or args == {} or args == [] or args == "":
-        return {}
+    if type(args) is dict:
+        return args
+    if args is None or (not args and type(args) in (list, str)):
+        return {}  # null, [] and "" stand for no arguments
     if not isinstance(args, dict):
         raise Failure(
             "bad_args",
