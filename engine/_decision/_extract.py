@@ -184,7 +184,20 @@ class _Scan:
             pos = token.end()
             kind = token.lastgroup or ""
             if kind == "close":
-                self.close(token.start(), pos)
+                a = token.start()
+                if pos - a == 1 and stack:
+                    # The usual close: one `}` ends the innermost open, a keyless object.
+                    entry = stack[-1]
+                    if entry[2] == 1 and not entry[4]:
+                        stack.pop()
+                        if stack and entry[5] + 1 > stack[-1][5]:
+                            stack[-1][5] = entry[5] + 1
+                        continue
+                self.close(a, pos)
+            elif kind == "open":
+                a, b = token.start(), token.end("open")
+                size = 1 if b - a == 1 else text.count("{", a, b)
+                stack.append([b - 1, size, size, len(self.nodes), 0, 0])
             elif kind == "run":
                 self.add_run(token)
             else:
