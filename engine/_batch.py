@@ -57,7 +57,7 @@ __all__ = ["DEFAULT_CONCURRENCY", "Batch", "BatchProgress"]
 #: Runs of a batch in flight at once when neither the batch nor the engine says.
 DEFAULT_CONCURRENCY = 100
 #: The collector's youngest-generation threshold while a batch runs (CPython's is 700).
-GC_YOUNG_THRESHOLD = 20_000
+GC_YOUNG_THRESHOLD = 50_000
 
 Flow = Callable[..., Any]
 Inputs = Iterable[Any] | AsyncIterable[Any]
