@@ -55,7 +55,7 @@ def build_menu(options: object) -> Menu:
     # Every option is a cached object, so the same options in a new container are found by
     # their identity too.
     menu = _shared_menu(normalised)
-    if key is not None and all(type(e) in _STABLE or callable(e) for e in entries):
+    if key is not None and all(map(_stable, entries)):
         if len(_BY_IDENTITY) >= _IDENTITY_SIZE:
             _BY_IDENTITY.clear()
         # The entry holds the entries themselves: while it lives, no other object can take
@@ -72,9 +72,16 @@ def _menu(options: tuple[Option, ...]) -> Menu:
 _shared_menu = functools.lru_cache(maxsize=2048)(_menu)
 _BY_IDENTITY: dict[tuple[object, ...], tuple[tuple[object, ...], Menu]] = {}
 _IDENTITY_SIZE = 2048
-# Entries worth keying by identity: names, markers and functions, which a dict literal
-# offers again as the same objects. A schema is a new dict per call: it is found by content.
+# Entries worth keying by identity: names, markers, functions and tuples of them, which a
+# dict literal offers again as the same objects. A schema is a dict that may be new per call
+# (or change in place): it is found by content.
 _STABLE = frozenset({str, int, float, bool, type(None)})
+
+
+def _stable(entry: object) -> bool:
+    if type(entry) in _STABLE or callable(entry):
+        return True
+    return type(entry) is tuple and all(map(_stable, entry))
 
 
 def render_options(options: object) -> str:
