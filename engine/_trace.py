@@ -153,9 +153,17 @@ class Node:
             "ended_at": self.ended_at,
             "duration_s": self.duration_s,
             "usage": dict(self._usage or {}),
-            "data": {k: summarise(v) if k not in _KEEP else v for k, v in self.data.items()},
+            "data": {
+                k: v
+                if k in _KEEP or type(v) in _PLAIN or (type(v) is str and len(v) <= _SUMMARY_CHARS)
+                else summarise(v)
+                for k, v in self.data.items()
+            },
         }
 
+
+# Values that are their own summary.
+_PLAIN = frozenset({bool, int, float, type(None)})
 
 # Data kept whole in exports: small lists of names and kinds that aggregate into graphs, and
 # the reply heads (already cut to a bounded length when recorded).
