@@ -12,8 +12,8 @@ a process of its own so that its peak RSS is its own:
   out); then the stopped ones are resumed with a well-behaved model, and each must complete.
 
 Reported per phase: wall time, tickets per second, peak RSS, retries per layer, and the
-outcome of every ticket (counted by status and reason). The plain anyio floor (the same
-sleeps, no engine) is printed beside the clean phase.
+outcome of every ticket (counted by status and reason). The floors (the same sleeps, no
+engine: through anyio, and through plain asyncio) are printed beside the clean phase.
 
     python bench/soak.py [--tickets 10000] [--in-flight 1000] [--phase clean|faults|floor]
 """
@@ -146,17 +146,24 @@ async def resume_all(store: SQLiteStore, run_ids: list[str], in_flight: int) -> 
 
 
 async def floor(n: int, in_flight: int, transitions: float) -> dict[str, Any]:
-    """The same sleeps with no engine: what the event loop alone reaches."""
+    """The same sleeps with no engine: what the event loop alone reaches, through anyio (a
+    task per ticket under a capacity limiter) and through plain asyncio (``in_flight``
+    workers taking tickets in turn)."""
+    import asyncio
     import random
 
-    rng = random.Random(5)
-    limiter = anyio.CapacityLimiter(in_flight)
     whole = int(transitions)
     extra = transitions - whole
+    rng = random.Random(5)
+
+    def sleeps() -> int:
+        return whole + (1 if rng.random() < extra else 0)
+
+    limiter = anyio.CapacityLimiter(in_flight)
 
     async def one() -> None:
         async with limiter:
-            for _ in range(whole + (1 if rng.random() < extra else 0)):
+            for _ in range(sleeps()):
                 await anyio.sleep(rng.uniform(*LATENCY))
 
     t0 = time.perf_counter()
@@ -164,7 +171,20 @@ async def floor(n: int, in_flight: int, transitions: float) -> dict[str, Any]:
         for _ in range(n):
             tg.start_soon(one)
     wall = time.perf_counter() - t0
-    return {"phase": "floor", "wall_s": wall, "ideal_s": n * transitions * MEAN_LATENCY / in_flight}
+
+    todo = iter(range(n))
+
+    async def worker() -> None:
+        for _ in todo:
+            for _ in range(sleeps()):
+                await asyncio.sleep(rng.uniform(*LATENCY))
+
+    t0 = time.perf_counter()
+    # Plain asyncio on purpose: this is the floor the issue compares against.
+    await asyncio.gather(*(worker() for _ in range(in_flight)))  # noqa: TID251
+    plain = time.perf_counter() - t0
+    ideal = n * transitions * MEAN_LATENCY / in_flight
+    return {"phase": "floor", "wall_s": wall, "asyncio_wall_s": plain, "ideal_s": ideal}
 
 
 def in_child(phase: str, n: int, in_flight: int, transitions: float) -> dict[str, Any]:
@@ -212,8 +232,9 @@ def main() -> None:
     show(clean)
     base = in_child("floor", args.tickets, args.in_flight, clean["transitions"])
     print(
-        f"  plain anyio floor (same sleeps, no engine): {base['wall_s']:.2f} s, "
-        f"{base['ideal_s'] / base['wall_s']:.2f} of the ideal"
+        f"  floors (same sleeps, no engine): anyio {base['wall_s']:.2f} s, "
+        f"{base['ideal_s'] / base['wall_s']:.2f} of the ideal; plain asyncio "
+        f"{base['asyncio_wall_s']:.2f} s, {base['ideal_s'] / base['asyncio_wall_s']:.2f}"
     )
     show(in_child("faults", args.tickets, args.in_flight, 0.0))
 
