@@ -264,3 +264,15 @@ async def test_exec_bad_content_raises_type_error_before_any_call(content: objec
         await Runtime(model).exec(content, choices=OPTIONS)  # type: ignore[arg-type]
 
     assert model.calls == 0
+
+
+@pytest.mark.parametrize("choices", [None, OPTIONS])
+async def test_exec_response_format_that_is_no_dict_raises_before_any_call(
+    choices: object,
+) -> None:
+    model = ScriptedModel(["text"])
+
+    with pytest.raises(TypeError, match="response_format"):
+        await Runtime(model).exec("Answer.", choices=choices, response_format="json")  # type: ignore[arg-type]
+
+    assert model.calls == 0
