@@ -244,7 +244,6 @@ class Batch:
         if self._stopped:
             return
         self._stopped = True
-        self.interrupted = not self._exhausted
         if self._fetch is not None:
             self._fetch.cancel()  # a read of the inputs under way
 
@@ -268,14 +267,15 @@ class Batch:
         async with self._send, aclosing(_items(items)) as reader:
             async with anyio.create_task_group() as pool:
                 self._pool = pool
+                self._workers = 1
                 pool.start_soon(self._work, items, reader)
             if self._failed is not None:  # the inputs raised: as it is, not in a group
                 raise self._failed
+            self.interrupted = self._stopped and not self._exhausted and _more(items)
         self._finished = True
 
     async def _work(self, items: Iterator[Any] | AsyncIterator[Any], reader: Reader) -> None:
         """Take inputs and run them one after another until none is left or feeding stops."""
-        self._workers += 1
         while True:
             try:
                 taken = await self._take(items, reader)
@@ -287,7 +287,8 @@ class Batch:
             if taken is None:
                 return
             if self._busy == self._workers - 1 and self._workers < self.concurrency:
-                self._pool.start_soon(self._work, items, reader)  # every worker is busy
+                self._workers += 1  # every other worker is busy: one more takes the next
+                self._pool.start_soon(self._work, items, reader)
             self._busy += 1
             try:
                 await self._one(*taken)
@@ -462,6 +463,16 @@ _IDS = _RunIds()
 
 _NOTHING = object()
 Reader = AsyncGenerator[Any, None]
+
+
+def _more(items: Iterator[Any] | AsyncIterator[Any]) -> bool:
+    """Whether inputs were left unstarted (an async source, whose read was cut, is assumed to)."""
+    if not isinstance(items, Iterator):
+        return True
+    try:
+        return next(items, _NOTHING) is not _NOTHING
+    except Exception:  # a source that fails now had inputs left as far as anyone knows
+        return True
 
 
 async def _items(items: Iterator[Any] | AsyncIterator[Any]) -> Reader:

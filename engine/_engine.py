@@ -209,6 +209,10 @@ class Engine:
             progress: Called with a :class:`~engine.BatchProgress` at each start and end.
             handle_signals: On SIGINT or SIGTERM, :meth:`shutdown` the engine gracefully
                 (a second signal cuts the grace period short).
+
+        While a batch runs, the garbage collector's youngest generation is collected every
+        :data:`~engine._batch.GC_YOUNG_THRESHOLD` allocations instead of every 700 (the
+        setting is put back when the last batch ends, unless the application changed it).
         """
         return Batch(
             self,
