@@ -27,7 +27,6 @@ import os
 import signal
 import threading
 import time
-import uuid
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -454,8 +453,10 @@ class _RunIds:
                 self._pool, self._at = os.urandom(16 * self._DRAW), 0
             at = self._at
             self._at = at + 16
-            chunk = self._pool[at : at + 16]
-        return uuid.UUID(bytes=chunk, version=4).hex
+            chunk = bytearray(self._pool[at : at + 16])
+        chunk[6] = (chunk[6] & 0x0F) | 0x40  # version 4
+        chunk[8] = (chunk[8] & 0x3F) | 0x80  # the RFC 4122 variant
+        return chunk.hex()
 
 
 _IDS = _RunIds()

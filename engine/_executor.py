@@ -189,7 +189,10 @@ class Executor:
             try:
                 if hooks.order.retry is not None:
                     await hooks.ledger.note(hooks.order.retry)  # a run policy's resume
-                outcome.value = await self._with_lease(flow, holder, hooks, trace)
+                if self.leases.shared:  # a batch renewer keeps this run's lease alive
+                    outcome.value = await self.call_flow(flow, holder.run, hooks, trace)
+                else:
+                    outcome.value = await self._with_lease(flow, holder, hooks, trace)
             except Exception as exc:  # recorded by the caller, outside the scope
                 outcome.error = exc
         holder.scope = None
@@ -215,8 +218,7 @@ class Executor:
     async def _with_lease(
         self, flow: Flow, holder: Holder, hooks: JournalHooks, trace: Trace
     ) -> Any:
-        if self.leases.shared:  # a batch renewer keeps this run's lease alive
-            return await self.call_flow(flow, holder.run, hooks, trace)
+        """Call the flow with a renewer of its own keeping its lease alive."""
         error: Exception | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.leases.renew_one, holder)

@@ -365,17 +365,15 @@ class JournalHooks(Hooks):
         return result
 
     async def _write(self, record: JournalRecord) -> None:
-        await self._append([record])
-        self._records[(record.kind, record.key)] = record
-
-    async def _append(self, records: list[JournalRecord]) -> None:
+        """Append ``record`` after the records waiting to ride with a write, and see it land."""
         batch = self.take_pending()
-        batch.extend(records)
+        batch.append(record)
         # The records must land even when the run is being cancelled: shield the write. The
         # store bounds it (SQLite's busy timeout, a database statement timeout), so a stuck
         # store raises instead of hanging the cancellation.
         with anyio.CancelScope(shield=True):
             await self.store.append(self.run_id, batch, owner=self.owner)
+        self._records[(record.kind, record.key)] = record
 
 
 def ledger_of(journal: list[JournalRecord]) -> list[dict[str, Any]]:
