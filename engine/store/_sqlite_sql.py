@@ -137,8 +137,8 @@ def finish_run(
     if not update_run(row, expected_version, conn):
         return False
     run_id = row[-1]
-    if journal:
-        insert_journal(run_id, None, journal, conn)
+    if journal:  # the run exists (it was just updated), and nobody else may hold it
+        _insert_rows(journal, conn)
     if trace is not None:
         upsert_trace(run_id, trace, conn)
     return True
@@ -170,6 +170,10 @@ def insert_journal(
             "lost it and must stop writing",
             run_id=run_id,
         )
+    _insert_rows(rows, conn)
+
+
+def _insert_rows(rows: list[JournalRow], conn: sqlite3.Connection) -> None:
     conn.executemany(
         "INSERT INTO journal (run_id, key, kind, fingerprint, actor, data, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
