@@ -326,11 +326,14 @@ class Batch:
         async with self._reading:
             if self._stopped or self._exhausted:
                 return _NOTHING
-            with anyio.CancelScope() as self._fetch:  # stop_feeding cancels it
-                try:
-                    return await anext(reader)
-                except StopAsyncIteration:
-                    self._exhausted = True
+            try:
+                with anyio.CancelScope() as self._fetch:  # stop_feeding cancels it
+                    try:
+                        return await anext(reader)
+                    except StopAsyncIteration:
+                        self._exhausted = True
+            finally:
+                self._fetch = None
             return _NOTHING
 
     async def _one(self, index: int, item: Any, run_id: str) -> None:
