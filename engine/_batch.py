@@ -13,17 +13,15 @@ leaving the block early (``break``, an exception) stops the batch in the task th
 it, never in a garbage collector's.
 
 While any batch runs, the garbage collector's youngest generation waits for
-:data:`GC_YOUNG_THRESHOLD` allocations instead of CPython's default 700 (see
-:class:`_CollectorPacing`): hundreds of runs in flight hold many young objects, and the
-default has the collector scan and promote them over and over. The setting goes back as it
-was when the last batch ends, unless something else changed it meanwhile.
+:data:`~engine._process.GC_YOUNG_THRESHOLD` allocations instead of CPython's default 700
+(see :class:`~engine._process.CollectorPacing`): hundreds of runs in flight hold many young
+objects, and the default has the collector scan and promote them over and over. The setting
+goes back as it was when the last batch ends, unless something else changed it meanwhile.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gc
-import os
 import signal
 import threading
 import time
@@ -46,6 +44,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from engine._log import log
+from engine._process import PACING, RUN_IDS
 from engine.store import Run
 
 if TYPE_CHECKING:
@@ -55,8 +54,6 @@ __all__ = ["DEFAULT_CONCURRENCY", "Batch", "BatchProgress"]
 
 #: Runs of a batch in flight at once when neither the batch nor the engine says.
 DEFAULT_CONCURRENCY = 100
-#: The collector's youngest-generation threshold while a batch runs (CPython's is 700).
-GC_YOUNG_THRESHOLD = 50_000
 
 Flow = Callable[..., Any]
 Inputs = Iterable[Any] | AsyncIterable[Any]
@@ -167,7 +164,7 @@ class Batch:
         )
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        _PACING.enter()
+        PACING.enter()
         self.engine._executor.leases.shared += 1  # one renewer keeps the batch's leases alive
         self.engine._batches.add(self)
         self._tg.start_soon(self._background)
@@ -193,7 +190,7 @@ class Batch:
                 return False
             return await self._tg.__aexit__(exc_type, exc, tb)
         finally:
-            _PACING.exit()
+            PACING.exit()
             self.engine._executor.leases.shared -= 1
             self.engine._batches.discard(self)
 
@@ -316,7 +313,7 @@ class Batch:
                 return None
         index = self._index
         self._index += 1
-        run_id = self.run_id(item) if self.run_id is not None else _IDS.new()
+        run_id = self.run_id(item) if self.run_id is not None else RUN_IDS.new()
         # Registered before the run starts, so a cancel from now on reaches it.
         self._scopes[run_id] = anyio.CancelScope()
         return index, item, run_id
@@ -391,78 +388,6 @@ class Batch:
                 # A second signal cuts the grace period short.
                 grace = 0.0 if self.engine.stopping else self.grace_s
                 self._tg.start_soon(self.engine.shutdown, grace)
-
-
-class _CollectorPacing:
-    """Raise the collector's youngest-generation threshold while any batch runs.
-
-    Only ever raised, never lowered, and put back only when it is still the value set here:
-    an application that tunes the collector itself keeps its own setting. Counted across
-    threads, since each thread may run its own event loop with its own batches.
-    """
-
-    def __init__(self, young: int) -> None:
-        self.young = young
-        self._lock = threading.Lock()
-        self._batches = 0
-        self._saved: tuple[int, int, int] | None = None
-
-    def enter(self) -> None:
-        with self._lock:
-            self._batches += 1
-            if self._batches > 1:
-                return
-            saved = gc.get_threshold()
-            if 0 < saved[0] < self.young:  # 0: automatic collection is off; leave it so
-                gc.set_threshold(self.young, saved[1], saved[2])
-                self._saved = saved
-
-    def exit(self) -> None:
-        with self._lock:
-            self._batches -= 1
-            if self._batches > 0 or self._saved is None:
-                return
-            saved, self._saved = self._saved, None
-            if gc.get_threshold() == (self.young, saved[1], saved[2]):
-                gc.set_threshold(*saved)
-
-
-_PACING = _CollectorPacing(GC_YOUNG_THRESHOLD)
-
-
-class _RunIds:
-    """Random run ids (uuid4, as hex), their random bytes drawn from the OS many at a time.
-
-    A draw from the OS lets go of the GIL, and getting it back can wait on a store's worker
-    thread: one draw per run costs far more than the id itself.
-    """
-
-    _DRAW = 256  # ids per draw
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pool = b""
-        self._at = 0
-        if hasattr(os, "register_at_fork"):  # a forked child must never reuse its parent's
-            os.register_at_fork(after_in_child=self._forget)
-
-    def _forget(self) -> None:
-        self._pool, self._at = b"", 0
-
-    def new(self) -> str:
-        """Return a fresh random run id."""
-        with self._lock:
-            if self._at >= len(self._pool):
-                self._pool, self._at = os.urandom(16 * self._DRAW), 0
-            at = self._at
-            self._at = at + 16
-            chunk = bytearray(self._pool[at : at + 16])
-        chunk[6] = (chunk[6] & 0x0F) | 0x40  # version 4
-        chunk[8] = (chunk[8] & 0x3F) | 0x80  # the RFC 4122 variant
-        return chunk.hex()
-
-
-_IDS = _RunIds()
 
 
 _NOTHING = object()

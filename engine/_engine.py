@@ -211,7 +211,7 @@ class Engine:
                 (a second signal cuts the grace period short).
 
         While a batch runs, the garbage collector's youngest generation is collected every
-        :data:`~engine._batch.GC_YOUNG_THRESHOLD` allocations instead of every 700 (the
+        :data:`~engine._process.GC_YOUNG_THRESHOLD` allocations instead of every 700 (the
         setting is put back when the last batch ends, unless the application changed it).
         """
         return Batch(
