@@ -47,6 +47,7 @@ lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict on engine/
 
 bench: $(STAMP) ## Run the benchmarks (medians, side by side; several minutes)
 	$(BIN)/python bench/decision_overhead.py
+	$(BIN)/python bench/decision_breakdown.py
 	$(BIN)/python bench/journal_overhead.py
 	$(BIN)/python bench/soak.py
 	$(BIN)/python bench/workers.py  # needs PostgreSQL: ENGINE_TEST_PG_DSN, else 127.0.0.1:5432
