@@ -6,7 +6,7 @@ import hashlib
 import inspect
 import json
 from functools import lru_cache
-from typing import Any
+from typing import Any, ForwardRef
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -49,6 +49,11 @@ def from_json(data: Any, annotation: object, *, what: str) -> Any:
     """Validate journaled JSON back into ``annotation`` (returned as is when unannotated)."""
     if annotation is inspect.Signature.empty or annotation is None or annotation is Any:
         return data
+    if isinstance(annotation, str | ForwardRef):
+        raise JournalError(
+            f"{what}: its annotation {annotation!r} names something that cannot be resolved "
+            "from its module; define the types it uses at module level (not inside a function)"
+        )
     try:
         adapter = _adapter(annotation)
     except TypeError:  # unhashable annotation: build an adapter for this call only

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -101,6 +102,18 @@ def _returns(fn: object) -> object:
 
 
 def _return_annotation(fn: object) -> object:
+    """Return ``fn``'s return annotation, resolved as its parameters are (a postponed one too).
+
+    A name the annotation uses that cannot be resolved leaves the annotation as written; the
+    journal then says so when it needs the type.
+    """
+    if inspect.isfunction(fn) or inspect.ismethod(fn):
+        try:
+            return typing.get_type_hints(fn, include_extras=True).get(
+                "return", inspect.Signature.empty
+            )
+        except (NameError, TypeError, AttributeError):
+            pass
     try:
         return inspect.signature(fn).return_annotation  # type: ignore[arg-type]
     except (TypeError, ValueError):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 import engine
 from engine import Runtime, agentic_function, decision
 
@@ -66,3 +68,24 @@ async def fan_out(items: list[str], runtime: Runtime | None = None) -> list[str]
     results = await engine.map(check_item, items)
     await decision.make("Close?", ["close"])
     return results
+
+
+class Shipment(BaseModel):
+    """What shipping a parcel returns (a model, under a postponed annotation)."""
+
+    item: str
+    carrier: str = "post"
+
+
+async def ship_parcel(item: str) -> Shipment:
+    """Ship a parcel (a side effect) and return the shipment."""
+    EFFECTS.append(f"parcel:{item}")
+    return Shipment(item=item)
+
+
+@agentic_function
+async def parcel_then_close(ticket: str, runtime: Runtime | None = None) -> dict[str, Any]:
+    """A step that returns a model, then a decision: a resume replays the step's model."""
+    shipment = await decision.make(f"Ship for {ticket}.", [ship_parcel])
+    close = await decision.make("Close?", ["close", "keep"])
+    return {"carrier": shipment.carrier, "item": shipment.item, "close": close}

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 import support_flows as sf
+from pydantic import BaseModel
 
 from engine import (
     DecisionError,
@@ -16,6 +17,8 @@ from engine import (
     NonDeterminismError,
     ProviderUnavailableError,
     Runtime,
+    agentic_function,
+    decision,
     transport_policy,
 )
 from engine.models import Request, Response, ScriptedModel
@@ -70,6 +73,51 @@ async def test_run_suspends_on_third_decision_and_resumes_with_a_human_pick(stor
     assert resumed.result == {"kind": "billing", "action": "shipped box", "close": "reopen"}
     assert second.calls == 0
     assert sf.EFFECTS == ["ship:box"]
+
+
+async def test_a_replayed_step_returns_its_model_under_a_postponed_annotation(
+    store: Store,
+) -> None:
+    model = ScriptedModel([pick("ship_parcel", item="box"), "no idea", "still none"])
+    run = await Engine(model=model, store=store).run(sf.parcel_then_close, "t1", run_id="r1")
+    assert run.status == "suspended"
+
+    resumed = await Engine(model=ScriptedModel([]), store=store).resume("r1", pick={"call": "keep"})
+
+    assert resumed.status == "completed", resumed.error
+    assert resumed.result == {"carrier": "post", "item": "box", "close": "keep"}
+    assert sf.EFFECTS == ["parcel:box"]  # replayed, not run again
+
+
+async def test_a_step_annotation_that_cannot_be_resolved_fails_its_replay_clearly(
+    store: Store,
+) -> None:
+    class Local(BaseModel):  # defined in a function: its postponed name cannot be resolved
+        item: str
+
+    async def make_local(item: str) -> Local:
+        """Make a local thing."""
+        return Local(item=item)
+
+    @agentic_function
+    async def local_flow(ticket: str, runtime: Runtime | None = None) -> str:
+        made = await decision.make("Make.", [make_local])
+        await decision.make("Close?", ["close"])
+        return str(made.item)
+
+    model = ScriptedModel([pick("make_local", item="box"), "no idea", "still none"])
+    run = await Engine(model=model, store=store).run(local_flow, "t1", run_id="r1")
+    assert run.status == "suspended"
+
+    resumed = await Engine(model=ScriptedModel([]), store=store).resume(
+        "r1", pick={"call": "close"}, flow=local_flow
+    )
+
+    assert resumed.status == "failed"
+    assert resumed.error is not None
+    assert resumed.error.kind == "JournalError"
+    assert "'Local'" in resumed.error.message
+    assert "module level" in resumed.error.message
 
 
 async def test_resume_asks_afresh_on_another_model(store: Store) -> None:
