@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
 
@@ -49,6 +49,7 @@ Flow = Callable[..., Any]
 Inputs = Iterable[Any] | AsyncIterable[Any]
 _NO_LIMIT: AbstractAsyncContextManager[object] = nullcontext()
 _ORPHANABLE: tuple[RunStatus, ...] = ("queued", "running")
+_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 _DEFAULT_BREAKER = CircuitBreaker()
 
 
@@ -291,7 +292,16 @@ class Engine:
         return await self.store.get_run(run_id)
 
     async def list_runs(self, status: RunStatus | None = None) -> list[Run]:
-        """Return the stored runs, oldest first, optionally only those with ``status``."""
+        """Return the stored runs, oldest first, optionally only those with ``status``.
+
+        Raises:
+            ValueError: ``status`` is not a run status.
+        """
+        if status is not None and status not in _STATUSES:
+            raise ValueError(
+                f"status must be one of {', '.join(_STATUSES)} (or None for every run), "
+                f"got {status!r}"
+            )
         return await self.store.list_runs(status=status)
 
     async def trace(self, run_id: str) -> dict[str, Any] | None:

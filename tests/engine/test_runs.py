@@ -270,6 +270,12 @@ async def test_list_runs_by_status(store: Store) -> None:
     assert {r.run_id for r in await eng.list_runs()} == {"ok", "stuck"}
 
 
+async def test_list_runs_refuses_a_status_that_does_not_exist(store: Store) -> None:
+    eng = Engine(model=ScriptedModel([]), store=store)
+    with pytest.raises(ValueError, match="suspended"):
+        await eng.list_runs(status="suspend")  # type: ignore[arg-type]
+
+
 async def test_run_many_returns_runs_in_input_order_with_stopped_ones(store: Store) -> None:
     in_flight = peak = 0
 
