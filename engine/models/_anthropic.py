@@ -11,8 +11,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine._errors import AuthenticationError, ModelError, ModelTimeoutError
-from engine._errors import ProviderUnavailableError as _Unavailable
+from engine._errors import AuthenticationError, ModelError
 from engine.models._sdk import SDKModel
 from engine.models._types import (
     ImageBlock,
@@ -24,7 +23,7 @@ from engine.models._types import (
     ToolCall,
     Usage,
 )
-from engine.models._wire import error_for_status, short, unwrap_pick
+from engine.models._wire import translate_sdk_error, unwrap_pick
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -222,14 +221,4 @@ def _translate(exc: Exception) -> ModelError | None:
     """Return our error for an ``anthropic`` SDK exception, ``None`` for anything else."""
     import anthropic
 
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ModelTimeoutError("anthropic did not answer in time", provider=_PROVIDER)
-    if isinstance(exc, anthropic.APIConnectionError):
-        return _Unavailable(f"could not reach anthropic: {short(str(exc))}", provider=_PROVIDER)
-    if isinstance(exc, anthropic.APIStatusError):
-        return error_for_status(
-            exc.status_code, exc.message, exc.response.headers, provider=_PROVIDER
-        )
-    if isinstance(exc, anthropic.AnthropicError):
-        return ModelError(f"anthropic call failed: {short(str(exc))}", provider=_PROVIDER)
-    return None
+    return translate_sdk_error(exc, anthropic, anthropic.AnthropicError, _PROVIDER)

@@ -12,7 +12,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine._errors import AuthenticationError, ModelError, ModelTimeoutError
+from engine._errors import AuthenticationError, ModelError
 from engine._errors import ProviderUnavailableError as _Unavailable
 from engine.models._sdk import SDKModel
 from engine.models._types import (
@@ -25,7 +25,7 @@ from engine.models._types import (
     ToolCall,
     Usage,
 )
-from engine.models._wire import error_for_status, short, unwrap_pick
+from engine.models._wire import translate_sdk_error, unwrap_pick
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -243,15 +243,4 @@ def _translate(exc: Exception) -> ModelError | None:
     """Return our error for an ``openai`` SDK exception, ``None`` for anything else."""
     import openai
 
-    if isinstance(exc, openai.APITimeoutError):
-        return ModelTimeoutError("openai did not answer in time", provider=_PROVIDER)
-    if isinstance(exc, openai.APIConnectionError):
-        return _Unavailable(f"could not reach openai: {short(str(exc))}", provider=_PROVIDER)
-    if isinstance(exc, openai.APIStatusError):
-        return error_for_status(
-            exc.status_code, exc.message, exc.response.headers, provider=_PROVIDER
-        )
-    if isinstance(exc, openai.OpenAIError):
-        # A reply the SDK could not read, or a client-side misconfiguration.
-        return ModelError(f"openai call failed: {short(str(exc))}", provider=_PROVIDER)
-    return None
+    return translate_sdk_error(exc, openai, openai.OpenAIError, _PROVIDER)

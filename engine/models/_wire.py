@@ -24,7 +24,7 @@ from engine._errors import (
 )
 from engine.models._types import PickSchema
 
-__all__ = ["error_for_status", "parse_retry_after", "short", "unwrap_pick"]
+__all__ = ["error_for_status", "parse_retry_after", "short", "translate_sdk_error", "unwrap_pick"]
 
 _MESSAGE_CHARS = 300
 # Statuses a second attempt may fix besides 429 and 5xx: a request timeout, and a conflict
@@ -63,6 +63,30 @@ def error_for_status(
         "it cannot help",
         provider=provider,
     )
+
+
+def translate_sdk_error(
+    exc: Exception, sdk: Any, base: type[Exception], provider: str
+) -> ModelError | None:
+    """Return our error for an exception of an official provider SDK, ``None`` for others.
+
+    ``openai`` and ``anthropic`` share their error classes' names (``APITimeoutError``,
+    ``APIConnectionError``, ``APIStatusError``); ``base`` is the SDK's own root error.
+    """
+    if isinstance(exc, sdk.APITimeoutError):
+        return ModelTimeoutError(f"{provider} did not answer in time", provider=provider)
+    if isinstance(exc, sdk.APIConnectionError):
+        return ProviderUnavailableError(
+            f"could not reach {provider}: {short(str(exc))}", provider=provider
+        )
+    if isinstance(exc, sdk.APIStatusError):
+        return error_for_status(
+            exc.status_code, exc.message, exc.response.headers, provider=provider
+        )
+    if isinstance(exc, base):
+        # A reply the SDK could not read, or a client-side misconfiguration.
+        return ModelError(f"{provider} call failed: {short(str(exc))}", provider=provider)
+    return None
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
