@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,7 +11,7 @@ import anyio
 import anyio.to_thread
 
 from engine._context import current_node, current_runtime
-from engine._decision._params import AGENTIC_ATTR
+from engine._decision._params import AGENTIC_ATTR, return_annotation
 from engine._decision._validate import Pick, bind
 from engine._hooks import Hooks, current_hooks
 from engine._layers import retry_step
@@ -102,22 +101,11 @@ def _returns(fn: object) -> object:
 
 
 def _return_annotation(fn: object) -> object:
-    """Return ``fn``'s return annotation, resolved as its parameters are (a postponed one too).
-
-    A name the annotation uses that cannot be resolved leaves the annotation as written; the
-    journal then says so when it needs the type.
-    """
-    if inspect.isfunction(fn) or inspect.ismethod(fn):
-        try:
-            return typing.get_type_hints(fn, include_extras=True).get(
-                "return", inspect.Signature.empty
-            )
-        except (NameError, TypeError, AttributeError):
-            pass
-    try:
-        return inspect.signature(fn).return_annotation  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    # Resolved as the option's parameters are; one that cannot be resolved stays its text,
+    # and the journal says what to fix when it needs the type.
+    if not callable(fn):
         return inspect.Signature.empty
+    return return_annotation(fn)
 
 
 _cached_returns = functools.lru_cache(maxsize=2048)(_return_annotation)

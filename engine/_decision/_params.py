@@ -20,7 +20,15 @@ from engine._context import RUNTIME_PARAMS
 from engine._decision._spec import Spec, from_annotation, from_spec, with_enum
 from engine._errors import OptionsTypeError
 
-__all__ = ["AGENTIC_ATTR", "EMPTY", "FunctionSpec", "Param", "describe", "function_spec"]
+__all__ = [
+    "AGENTIC_ATTR",
+    "EMPTY",
+    "FunctionSpec",
+    "Param",
+    "describe",
+    "function_spec",
+    "return_annotation",
+]
 
 #: Attribute under which ``@agentic_function`` stores its metadata on the wrapper.
 AGENTIC_ATTR = "__agentic__"
@@ -186,6 +194,19 @@ def _hints(fn: Callable[..., Any], signature: inspect.Signature) -> dict[str, An
         if p.name not in hints and p.annotation is not _EMPTY and not isinstance(p.annotation, str):
             hints[p.name] = p.annotation
     return hints
+
+
+def return_annotation(fn: Callable[..., Any]) -> object:
+    """Resolve ``fn``'s return annotation as its parameters' are (a postponed one too).
+
+    An annotation that cannot be resolved comes back as its text; a class (whose
+    ``__init__`` returns ``None``) and an unannotated callable give ``inspect.Parameter.empty``.
+    """
+    target = _annotated(fn)
+    if target is None or isinstance(inspect.unwrap(fn), type):
+        return _EMPTY
+    hint = _resolve(target).get("return", _EMPTY)
+    return hint.text if isinstance(hint, _Unresolved) else hint
 
 
 def _annotated(fn: Callable[..., Any]) -> Any:

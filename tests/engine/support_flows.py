@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 import engine
 from engine import Runtime, agentic_function, decision
+
+if TYPE_CHECKING:
+    from decimal import Context as Depot
 
 #: Side effects of steps, by name: a test reads these to prove a step ran once.
 EFFECTS: list[str] = []
@@ -77,8 +80,13 @@ class Shipment(BaseModel):
     carrier: str = "post"
 
 
-async def ship_parcel(item: str) -> Shipment:
-    """Ship a parcel (a side effect) and return the shipment."""
+@agentic_function(input={"depot": {"hidden": True}})
+async def ship_parcel(item: str, depot: Depot | None = None) -> Shipment:
+    """Ship a parcel (a side effect) and return the shipment.
+
+    ``Depot`` is imported for type checkers only: its annotation cannot be resolved at run
+    time, which must not keep the return type from being resolved.
+    """
     EFFECTS.append(f"parcel:{item}")
     return Shipment(item=item)
 
