@@ -6,7 +6,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine._decision._options import Option, normalise
+from engine._decision._options import SCALARS, Option, normalise
 from engine._decision._spec import object_schema
 
 __all__ = ["Menu", "build_menu", "render_option", "render_options"]
@@ -72,14 +72,13 @@ def _menu(options: tuple[Option, ...]) -> Menu:
 _shared_menu = functools.lru_cache(maxsize=2048)(_menu)
 _BY_IDENTITY: dict[tuple[object, ...], tuple[tuple[object, ...], Menu]] = {}
 _IDENTITY_SIZE = 2048
-# Entries worth keying by identity: names, markers, functions and tuples of them, which a
-# dict literal offers again as the same objects. A schema is a dict that may be new per call
-# (or change in place): it is found by content.
-_STABLE = frozenset({str, int, float, bool, type(None)})
 
 
 def _stable(entry: object) -> bool:
-    if type(entry) in _STABLE or callable(entry):
+    # Entries worth keying by identity: names, markers, functions and tuples of them, which
+    # a dict literal offers again as the same objects. A schema is a dict that may be new per
+    # call (or change in place): it is found by content.
+    if type(entry) in SCALARS or callable(entry):
         return True
     return type(entry) is tuple and all(map(_stable, entry))
 

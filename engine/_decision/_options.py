@@ -17,7 +17,7 @@ from engine._decision._render import render_block
 from engine._decision._spec import from_schema
 from engine._errors import OptionsTypeError, OptionsValueError
 
-__all__ = ["Option", "OptionKind", "normalise"]
+__all__ = ["SCALARS", "Option", "OptionKind", "normalise"]
 
 OptionKind = Literal["function", "value", "text", "schema"]
 
@@ -108,14 +108,15 @@ def _from_entry(name: object, handler: object) -> Option:
 
 
 def _value(name: str, value: object, description: str | None) -> Option:
-    if type(value) in _SCALARS and value == value:  # NaN never equals a cache key
+    if type(value) in SCALARS and value == value:  # NaN never equals a cache key
         # Scalars (the common routing markers) are immutable: one option object serves
         # every call, which also lets the menu built from it be cached.
         return _cached_value(name, type(value).__name__, value, description)
     return Option.make(name, "value", description, (), value)
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+#: The immutable types of routing markers.
+SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 @functools.lru_cache(maxsize=4096)
