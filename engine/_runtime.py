@@ -305,7 +305,8 @@ class Runtime:
                 try:
                     response = await model.complete(request)
                 except RetryableModelError as exc:
-                    # Transport failures (not an open breaker) go to the transport policy.
+                    # Transport failures (not an open breaker) go to the transport policy: what
+                    # Transport.__call__ does, without its object and frame on the hot path.
                     if isinstance(exc, CircuitOpenError):
                         raise
                     retry = Transport(self.transport, node, on_retry)
