@@ -55,6 +55,9 @@ def _cases() -> list[tuple[str, str]]:
         ('1 MB dense {"a":1}, pick last', '{"a":1} ' * (MB // 8) + PICK),
         ("1 MB noise, pick last", _noise(MB) + "\n" + PICK),
         ('1 MB dense {"call":1}', '{"call":1} ' * (MB // 11)),
+        # Worst cases found so far: a structural token every few bytes, each a scan event.
+        ('1 MB nested {"call":{', '{"call":{' * (MB // 9)),
+        ('1 MB unclosed {"call":"a","args":{', '{"call":"a","args":{' * (MB // 20)),
     ]
 
 
