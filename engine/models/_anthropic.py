@@ -61,14 +61,8 @@ class AnthropicModel(SDKModel):
         base_url: str | None = None,
         timeout: float = 60.0,
     ) -> None:
-        self.name = model
-        self.model = model
+        super().__init__(model, api_key=api_key, client=client, base_url=base_url, timeout=timeout)
         self.max_tokens = max_tokens
-        self.base_url = base_url
-        self.timeout = timeout
-        self._api_key = api_key
-        self._given = client
-        self._client: Any = None
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r})"

@@ -69,14 +69,8 @@ class OpenAIModel(SDKModel):
         enforce: bool | None = None,
         timeout: float = 60.0,
     ) -> None:
-        self.name = model
-        self.model = model
-        self.base_url = base_url
-        self.timeout = timeout
-        self._api_key = api_key
+        super().__init__(model, api_key=api_key, client=client, base_url=base_url, timeout=timeout)
         self._enforce = enforce
-        self._given = client
-        self._client: Any = None
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""

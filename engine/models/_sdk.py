@@ -15,8 +15,22 @@ Translate = Callable[[Exception], Exception | None]
 class SDKModel:
     """A base for SDK-backed models: subclasses make ``_connect`` and translate errors."""
 
-    _given: Any
-    _client: Any
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        client: Any,
+        base_url: str | None,
+        timeout: float,
+    ) -> None:
+        self.name = model
+        self.model = model
+        self.base_url = base_url
+        self.timeout = timeout
+        self._api_key = api_key
+        self._given = client
+        self._client: Any = None
 
     def _connect(self) -> Any:
         """Return the SDK client, made at first use (a client passed in, its retries off)."""
