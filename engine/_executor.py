@@ -42,6 +42,8 @@ __all__ = ["Executor", "lease_expired"]
 Flow = Callable[..., Any]
 Guard = Callable[[Model], Model]
 _RESUMABLE: frozenset[str] = frozenset({"suspended", "failed", "cancelled", "queued"})
+# How long a probe may replay before the resume goes on without it (a replay calls nothing).
+_PROBE_S = 30.0
 _EVENTS: dict[str, str] = {
     "completed": "run_completed",
     "suspended": "run_suspended",
@@ -81,18 +83,27 @@ class Executor:
         return self.leases.holders
 
     async def probe(self, flow: Flow, run: Run, order: ResumeOrder) -> None:
-        """Replay without writing up to the failing decision, to validate a human pick first."""
+        """Replay without writing up to the failing decision, to validate a human pick first.
+
+        Live work on the way parks (another branch may still reach the decision) and an
+        unfinished step is entered when the decision lies inside it. A probe that cannot
+        reach the decision (a flow that no longer goes there) leaves the check to the resume.
+
+        Raises:
+            DecisionError: The pick does not validate against the decision's menu.
+        """
         journal = await self.store.load_journal(run.run_id)
         hooks = JournalHooks(run.run_id, self.store, journal, order=order, probe=True)
-        try:
-            await self.call_flow(flow, run, hooks, Trace())
-        except ProbeDone:
-            return
-        except DecisionError as exc:
-            if getattr(exc, "human_pick", False):
-                raise
-        except Exception:
-            return
+        with anyio.move_on_after(_PROBE_S):
+            try:
+                await self.call_flow(flow, run, hooks, Trace())
+            except Exception as exc:
+                rejected = _human_rejection(exc)
+                if rejected is not None:
+                    raise rejected from None
+                if _holds(exc, ProbeDone):
+                    return
+        log.warning("resume_pick_unchecked", run_id=run.run_id, where=order.where)
 
     async def start(
         self, flow: Flow, run_id: str, name: str, data: dict[str, Any], timeout_s: float | None
@@ -375,3 +386,22 @@ def _is_async(flow: Flow) -> bool:
     return inspect.iscoroutinefunction(flow) or inspect.iscoroutinefunction(
         getattr(flow, "__call__", None)  # noqa: B004 - an async callable object
     )
+
+
+def _human_rejection(exc: BaseException) -> DecisionError | None:
+    """Return the rejection of a human pick held by ``exc`` (an exception group, perhaps)."""
+    if isinstance(exc, DecisionError):
+        return exc if getattr(exc, "human_pick", False) else None
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _human_rejection(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _holds(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Tell whether ``exc`` is, or is a group that holds, an exception of ``kind``."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_holds(inner, kind) for inner in exc.exceptions)
+    return isinstance(exc, kind)

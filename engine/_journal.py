@@ -86,11 +86,7 @@ class ResumeOrder:
 
 
 class ProbeDone(Exception):
-    """Raised by a probe replay when it reached the failing decision (or could go no further)."""
-
-    def __init__(self, reached: bool) -> None:
-        self.reached = reached
-        super().__init__("probe finished")
+    """Raised by a probe replay once the human pick validated at the failing decision."""
 
 
 @dataclass(slots=True)
@@ -185,7 +181,7 @@ class JournalHooks(Hooks):
             node.data["replayed"] = True
             return Response.model_validate(record.data)
         if self.probe:
-            raise ProbeDone(reached=False)
+            await _park()
         self._live(node.key)
         live = self.order.model or model
         response = await call(self.guard(live) if self.guard is not None else live, request)
@@ -230,8 +226,8 @@ class JournalHooks(Hooks):
                 setattr(decide, "max_retries", self.order.max_retries)  # noqa: B010
         elif key in self._caught:
             raise self._replayed_failure(key, fingerprint, menu)
-        if self.probe:
-            raise ProbeDone(reached=key == self.order.where)
+        if self.probe:  # its model calls replay from the journal, or park
+            return await decide(request)
         if generation:
             node.key = f"{key}@{generation}"  # a fresh ask: its calls get keys of their own
         try:
@@ -279,7 +275,7 @@ class JournalHooks(Hooks):
             error.human_pick = True  # type: ignore[attr-defined]
             raise error from None
         if self.probe:
-            raise ProbeDone(reached=True)
+            raise ProbeDone
         node.data["attempts"] = 0
         await self._write_pick(node.key, fingerprint, menu, pick, "human")
         return pick
@@ -354,7 +350,11 @@ class JournalHooks(Hooks):
             node.data["replayed"] = True
             return from_json(record.data, returns, what=f"step {node.key!r}")
         if self.probe:
-            raise ProbeDone(reached=False)
+            where = self.order.where
+            if where is None or not where.startswith(f"{node.key}/"):
+                await _park()
+            # The failing decision lies inside this unfinished step: go in to reach it.
+            return await run()
         self._live(node.key)
         result = await run()
         data = to_json(result, what=f"the result of step {node.name!r} at {node.key!r}")
@@ -374,6 +374,11 @@ class JournalHooks(Hooks):
         with anyio.CancelScope(shield=True):
             await self.store.append(self.run_id, batch, owner=self.owner)
         self._records[(record.kind, record.key)] = record
+
+
+async def _park() -> None:
+    """Wait for good: a probe does no live work, but lets other branches go on replaying."""
+    await anyio.sleep_forever()
 
 
 def ledger_of(journal: list[JournalRecord]) -> list[dict[str, Any]]:

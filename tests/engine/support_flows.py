@@ -97,3 +97,24 @@ async def parcel_then_close(ticket: str, runtime: Runtime | None = None) -> dict
     shipment = await decision.make(f"Ship for {ticket}.", [ship_parcel])
     close = await decision.make("Close?", ["close", "keep"])
     return {"carrier": shipment.carrier, "item": shipment.item, "close": close}
+
+
+@agentic_function
+async def handle_refund(order: str, runtime: Runtime | None = None) -> str:
+    """Refund an order: record it, then pick how to tell the customer."""
+    EFFECTS.append(f"refund:{order}")
+    how: str = await decision.make("Tell the customer how?", ["email", "call"])
+    return f"refunded {order} by {how}"
+
+
+@agentic_function
+async def refund_flow(ticket: str, runtime: Runtime | None = None) -> str:
+    """A decision whose picked step makes a decision of its own (the one that may fail)."""
+    result: str = await decision.make(f"Handle {ticket}.", {"refund": handle_refund, "drop": "-"})
+    return result
+
+
+@agentic_function
+async def two_checks(ticket: str, runtime: Runtime | None = None) -> list[str]:
+    """Two line items checked in gathered branches."""
+    return await engine.gather(check_item("slow"), check_item("fast"))

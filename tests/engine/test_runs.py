@@ -156,6 +156,49 @@ async def test_invalid_human_pick_raises_and_leaves_the_run_as_it_was(store: Sto
     assert await store.load_journal("r1") == journal_before
 
 
+async def test_invalid_human_pick_inside_an_unfinished_step_raises_at_once(
+    store: Store,
+) -> None:
+    # The failing decision lies inside the picked step: its menu is only known in there.
+    model = ScriptedModel([pick("refund", order="o1"), "?", "??"])
+    eng = Engine(model=model, store=store)
+    suspended = await eng.run(sf.refund_flow, "t1", run_id="r1")
+    assert suspended.status == "suspended"
+    assert suspended.error is not None
+    assert suspended.error.options == ["email", "call"]
+    before = await eng.get("r1")
+    journal_before = await store.load_journal("r1")
+    with pytest.raises(DecisionError, match="unknown_call"):
+        await eng.resume("r1", pick={"call": "fax"})
+    assert await eng.get("r1") == before
+    assert await store.load_journal("r1") == journal_before
+    resumed = await eng.resume("r1", pick={"call": "email"})
+    assert resumed.status == "completed"
+    assert resumed.result == "refunded o1 by email"
+    assert model.calls == 3  # nothing was asked again
+
+
+async def test_invalid_human_pick_in_a_branch_beside_an_unfinished_one_raises_at_once(
+    store: Store,
+) -> None:
+    async def reply(request: Request) -> str:
+        if "slow" in request.messages[0].text:
+            await anyio.sleep(0.2)  # still answering when its sibling fails the run
+            return pick("ok")
+        return "no pick here"
+
+    model = ScriptedModel(reply)
+    eng = Engine(model=model, store=store)
+    suspended = await eng.run(sf.two_checks, "t1", run_id="r1")
+    assert suspended.status == "suspended"
+    before = await eng.get("r1")
+    calls = model.calls
+    with pytest.raises(DecisionError, match="unknown_call"):
+        await eng.resume("r1", pick={"call": "maybe"})
+    assert await eng.get("r1") == before
+    assert model.calls == calls  # the unfinished sibling was not asked live by the check
+
+
 async def test_failed_step_resumes_after_the_fix(store: Store) -> None:
     sf.BROKEN["value"] = True
     eng = Engine(model=ScriptedModel([pick("go", item="x")]), store=store)
