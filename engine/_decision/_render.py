@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from engine._decision._params import Param
 
 __all__ = ["render_block"]
@@ -52,7 +54,19 @@ def _indented(text: str, indent: str) -> str:
 
 def _json(value: object) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return _dumps(value)
+    except (TypeError, ValueError):
+        return _converted(value)
+
+
+def _converted(value: object) -> str:
+    try:
+        # An Enum member, a model, a date, a set: the JSON pydantic would write for it.
+        return _dumps(to_jsonable_python(value))
     except (TypeError, ValueError):
         # Not JSON (an object default, NaN): show its repr as a string, still valid JSON.
         return json.dumps(repr(value), ensure_ascii=False)
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)

@@ -9,6 +9,7 @@ structure. Every malformed spec is an :class:`~engine.OptionsTypeError` (a ``Typ
 
 from __future__ import annotations
 
+import enum
 import json
 import types
 import typing
@@ -17,6 +18,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic.errors import PydanticUserError
+from pydantic_core import to_jsonable_python
 
 from engine._decision._check import FieldError, adapter, check
 from engine._errors import OptionsTypeError
@@ -274,10 +276,34 @@ def _build_spec(annotation: Any) -> Spec:
     # Everything else is validated by pydantic. Build the adapter now, so an unusable type
     # fails when the option is defined, not at the first pick.
     adapter(annotation)
-    return Spec("model", _label(annotation), annotation=annotation)
+    spec = Spec("model", _label(annotation), annotation=annotation)
+    return replace(spec, enum=_members(spec))
 
 
 _cached_spec = lru_cache(maxsize=1024)(_build_spec)
+
+
+def _members(spec: Spec) -> tuple[object, ...] | None:
+    """Return the JSON values of an Enum type's members, the options the menu shows for it.
+
+    ``None`` when the type is no Enum, or when its members cannot all be offered as JSON
+    values pydantic takes back (a tuple value, which JSON sends as a list). A ``Flag`` takes
+    combinations of its members too, so listing the members would forbid valid values.
+    """
+    annotation = spec.annotation
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if not isinstance(annotation, type) or not issubclass(annotation, enum.Enum):
+        return None
+    if issubclass(annotation, enum.Flag):
+        return None
+    try:
+        values = tuple(to_jsonable_python(member.value) for member in annotation)
+        for value in values:
+            check(spec, value, "value")
+    except (TypeError, ValueError, FieldError):
+        return None
+    return values or None
 
 
 def _label(annotation: object) -> str:

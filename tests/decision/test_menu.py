@@ -2,19 +2,52 @@
 
 from __future__ import annotations
 
+import datetime
+import enum
 import json
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
 from pydantic import BaseModel
 
-from engine import Runtime, agentic_function, decision
+from engine import RetryEvent, Runtime, agentic_function, decision
 from engine.models import ScriptedModel
 
 
 class Customer(BaseModel):
     name: str
     vip: bool = False
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Size(enum.IntEnum):
+    SMALL = 1
+    LARGE = 2
+
+
+class Tone(enum.StrEnum):
+    WARM = "warm"
+    DRY = "dry"
+
+
+class Mixed(enum.Enum):
+    AUTO = "auto"
+    NONE = None
+    TEN = 10
+    ALSO_TEN = 10  # an alias is no option of its own
+
+
+class Point(enum.Enum):
+    ORIGIN = (0, 0)  # JSON sends a list, which pydantic does not take back as this member
+
+
+class Perm(enum.Flag):
+    READ = 1
+    WRITE = 2
 
 
 @agentic_function(
@@ -196,6 +229,56 @@ def test_menu_signature_shows_defaults_in_json_form(default: object, shown: str)
 
 
 @pytest.mark.parametrize(
+    ("default", "shown"),
+    [
+        (Color.BLUE, '"blue"'),
+        (Size.LARGE, "2"),
+        (Customer(name="Ann"), '{"name": "Ann", "vip": false}'),
+        (datetime.date(2024, 1, 2), '"2024-01-02"'),
+        (datetime.datetime(2024, 1, 2, 3, 4, 5), '"2024-01-02T03:04:05"'),
+        (frozenset({1}), "[1]"),
+        (b"raw", '"raw"'),
+        ([Color.RED, {"on": datetime.date(2024, 1, 2)}], '["red", {"on": "2024-01-02"}]'),
+        ([object], "\"[<class 'object'>]\""),
+    ],
+    ids=[
+        "enum-member",
+        "int-enum-member",
+        "model",
+        "date",
+        "datetime",
+        "frozenset",
+        "bytes",
+        "nested",
+        "nested-non-json-as-its-repr",
+    ],
+)
+def test_menu_signature_shows_other_defaults_as_pydantic_writes_them(
+    default: object, shown: str
+) -> None:
+    async def act(value: object = default) -> None:
+        """Act."""
+
+    line = decision.render_options({"act": act}).splitlines()[0]
+    assert line == f"act(value: any = {shown})"
+
+
+def test_menu_signature_shows_typed_defaults_in_json_form() -> None:
+    def plan(
+        color: Color = Color.BLUE,
+        customer: Customer = Customer(name="x"),  # noqa: B008 - the default under test
+        day: datetime.date = datetime.date(2024, 1, 2),
+        ids: set[int] = frozenset({1}),  # type: ignore[assignment]
+    ) -> None:
+        """Plan."""
+
+    assert decision.render_options([plan]).splitlines()[0] == (
+        'plan(color: Color = "blue", customer: Customer = {"name": "x", "vip": false}, '
+        'day: date = "2024-01-02", ids: set[int] = [1])'
+    )
+
+
+@pytest.mark.parametrize(
     ("values", "shown", "placeholder"),
     [
         (["a", "b"], '"a", "b"', '"a"'),
@@ -214,6 +297,75 @@ def test_menu_enum_values_are_written_as_json(
     lines = decision.render_options(options).splitlines()
     assert lines[2] == f"    x (options: {shown})"
     assert lines[3] == f'    Call: {{"call": "pick", "args": {{"x": {placeholder}}}}}'
+
+
+@pytest.mark.parametrize(
+    ("annotation", "shown", "placeholder"),
+    [
+        (Color, '"red", "blue"', '"red"'),
+        (Size, "1, 2", "1"),
+        (Tone, '"warm", "dry"', '"warm"'),
+        (Mixed, '"auto", null, 10', '"auto"'),
+        (Color | None, '"red", "blue"', '"red"'),
+        (Annotated[Size, "metadata"], "1, 2", "1"),
+    ],
+    ids=["enum", "int-enum", "str-enum", "mixed-values-and-alias", "optional", "annotated"],
+)
+def test_menu_enum_type_lists_its_members_values_as_json_options(
+    annotation: object, shown: str, placeholder: str
+) -> None:
+    def paint(color: str) -> None:
+        """Paint."""
+
+    paint.__annotations__["color"] = annotation
+    for options in ([paint], {"paint": ("Paint.", {"color": annotation})}):
+        lines = decision.render_options(options).splitlines()
+        assert lines[2] == f"    color (options: {shown})"
+        assert lines[3] == f'    Call: {{"call": "paint", "args": {{"color": {placeholder}}}}}'
+
+
+@pytest.mark.parametrize(
+    ("annotation", "placeholder"),
+    [(Point, "[0, 0]"), (Perm, "1")],
+    ids=["values-json-cannot-send", "flag-takes-combinations"],
+)
+def test_menu_enum_type_whose_values_cannot_all_be_listed_shows_no_options(
+    annotation: object, placeholder: str
+) -> None:
+    lines = decision.render_options({"paint": ("Paint.", {"x": annotation})}).splitlines()
+    assert lines[2] == "    x"
+    assert lines[3] == f'    Call: {{"call": "paint", "args": {{"x": {placeholder}}}}}'
+
+
+async def test_menu_enum_options_are_what_a_pick_may_send() -> None:
+    async def paint(color: Color, size: Size = Size.SMALL) -> tuple[Color, Size]:
+        """Paint the wall."""
+        return color, size
+
+    model = ScriptedModel(
+        [
+            json.dumps({"call": "paint", "args": {"color": "green"}}),
+            json.dumps({"call": "paint", "args": {"color": "blue", "size": 2}}),
+        ]
+    )
+    events: list[RetryEvent] = []
+    runtime = Runtime(model)
+    result = await decision.make("Pick.", [paint], runtime=runtime, on_retry=events.append)
+    assert result == (Color.BLUE, Size.LARGE)
+    menu = model.requests[0].messages[0].text
+    assert '    color (options: "red", "blue")\n    size (options: 1, 2)\n' in menu
+    assert [e.kind for e in events] == ["enum_violation"]
+    (choice,) = model.requests[0].choices or []
+    assert choice.parameters["properties"]["color"]["enum"] == ["red", "blue"]
+
+
+async def test_menu_flag_enum_still_takes_combinations() -> None:
+    async def grant(perm: Perm) -> Perm:
+        """Grant."""
+        return perm
+
+    model = ScriptedModel([json.dumps({"call": "grant", "args": {"perm": 3}})])
+    assert await decision.make("Pick.", [grant], runtime=Runtime(model)) == Perm.READ | Perm.WRITE
 
 
 @pytest.mark.parametrize(
