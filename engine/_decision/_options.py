@@ -130,7 +130,7 @@ def _from_item(item: object, index: int) -> Option:
     if callable(item):
         return _function(_name_of(item, index), item, None)
     if isinstance(item, str):
-        return _text(item, None, None, index)
+        return _text(item, None, (), index)
     if isinstance(item, tuple):
         if not item:
             raise OptionsTypeError(f"options[{index}] is an empty tuple; give at least a name")
@@ -141,7 +141,7 @@ def _from_item(item: object, index: int) -> Option:
                 _name_of(head, index), head, second if isinstance(second, str) else None
             )
         if isinstance(head, str):
-            return _text(head, second, item[2] if len(item) > 2 else None, index)
+            return _text(head, second, item[2:3], index)
         raise OptionsTypeError(
             f"options[{index}]: a tuple option starts with a callable or a name, got {head!r}"
         )
@@ -150,20 +150,30 @@ def _from_item(item: object, index: int) -> Option:
     )
 
 
-def _text(name: str, description: object, schema: object, index: int) -> Option:
+def _text(name: str, description: object, schema: tuple[object, ...], index: int) -> Option:
+    """Build a text option, or a schema option when ``schema`` holds the tuple's third item."""
     if not name:
         raise OptionsTypeError(f"options[{index}]: option names must be non-empty")
     if description is not None and not isinstance(description, str):
         raise OptionsTypeError(
             f"options[{index}]: the description must be a string, got {description!r}"
         )
-    if schema is None:
+    if not schema:
         return _cached_text(name, description or None)
-    if not isinstance(schema, dict):
-        raise OptionsTypeError(
-            f"option {name!r}: the schema must be a dict, got {type(schema).__name__}"
-        )
-    return _schema(name, description or "", schema)
+    if not isinstance(schema[0], dict):
+        raise _not_a_schema(name, description, schema[0])
+    return _schema(name, description or "", schema[0])
+
+
+def _not_a_schema(name: str, description: str | None, schema: object) -> OptionsTypeError:
+    if schema is None:
+        # None is no "no fields" marker (it would hide a schema variable left unset): an
+        # option without fields leaves the third item out.
+        shown = (name, description) if description else name
+        fix = f"got None; for an option without fields leave it out: {shown!r}"
+    else:
+        fix = f"got {type(schema).__name__}; write a dict {{field: spec}}"
+    return OptionsTypeError(f"option {name!r}: the schema must be a dict, {fix}")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -386,8 +386,32 @@ def test_options_list_other_item_is_type_error(item: object) -> None:
     "schema", [[str], "text", 5, (("a", str),)], ids=["list", "str", "int", "tuple"]
 )
 def test_options_list_schema_that_is_not_a_dict_is_type_error(schema: object) -> None:
-    with pytest.raises(TypeError, match="the schema must be a dict"):
+    with pytest.raises(TypeError, match=r"the schema must be a dict, got \w+; write a dict"):
         decision.render_options([("route", "Route it.", schema)])
+
+
+@pytest.mark.parametrize(
+    ("item", "fix"),
+    [
+        (("route", "Route it.", None), r"\('route', 'Route it.'\)"),
+        (("route", "", None), "'route'"),
+        (("route", None, None), "'route'"),
+    ],
+    ids=["described", "empty-description", "no-description"],
+)
+def test_options_list_schema_none_is_type_error_naming_the_text_form(
+    item: tuple[object, ...], fix: str
+) -> None:
+    with pytest.raises(
+        OptionsTypeError,
+        match=f"option 'route': the schema must be a dict, got None; for an option without "
+        f"fields leave it out: {fix}$",
+    ):
+        decision.render_options([item])
+
+
+async def test_options_list_text_option_without_schema_still_returns_its_name() -> None:
+    assert await ask([("route", "Route it."), "stay"], json.dumps({"call": "route"})) == "route"
 
 
 def test_options_list_description_that_is_not_a_string_is_type_error() -> None:
