@@ -226,4 +226,4 @@ class _frame:
         if exc is None:
             node.close("ok")
         else:
-            node.close("error", error=type(exc).__name__)
+            node.fail(exc)

@@ -48,7 +48,7 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
                 node.close("ok")
         except Exception as exc:
             if node is not None:
-                node.close("error", error=type(exc).__name__)
+                node.fail(exc)
             errors[index] = exc
             tg.cancel_scope.cancel()
 

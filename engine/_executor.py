@@ -33,7 +33,7 @@ from engine._ledger import OnRetry, RunBudget, current_ledger
 from engine._log import log
 from engine._outcome import Outcome, verdict
 from engine._runtime import Runtime
-from engine._trace import Trace
+from engine._trace import Trace, failed_at
 from engine.models import Model
 from engine.store import Run, RunErrorInfo, RunStatus, Store, TokenUsage
 
@@ -206,6 +206,8 @@ class Executor:
                     outcome.value = await self._with_lease(flow, holder, hooks, trace)
             except Exception as exc:  # recorded by the caller, outside the scope
                 outcome.error = exc
+                # The innermost node it came out of; else the run's own node.
+                outcome.where = failed_at(exc) or (trace.nodes[0].key if trace.nodes else None)
         holder.scope = None
         if scope.cancelled_caught:
             outcome.stopped = holder.stop_reason or why

@@ -99,7 +99,7 @@ class DecisionRetry:
         try:
             pick = await self.make(node, model, self.max_retries)(request)
         except BaseException as exc:
-            node.close("error", error=type(exc).__name__)
+            node.fail(exc)
             raise
         node.close("ok", pick=pick.option.name)
         self.node.data["retried"] = number
@@ -137,7 +137,7 @@ async def retry_step(
                     result = await run()
             except BaseException as exc:
                 last = exc
-                child.close("error", error=type(exc).__name__)
+                child.fail(exc)
                 raise
             child.close("ok")
             return result

@@ -53,6 +53,7 @@ class Outcome:
             ``cancelled``, ``shutdown``).
         limit: The limit that cut it short (``timeout_s``, or the wall-time budget).
         spent_s: Seconds the run has run, all executions together.
+        where: The key of the node ``error`` came out of (see :meth:`Trace.failed_at`).
     """
 
     value: Any = None
@@ -60,6 +61,7 @@ class Outcome:
     stopped: str | None = None
     limit: float | None = None
     spent_s: float = 0.0
+    where: str | None = None
 
 
 Verdict = tuple[RunStatus, Any, RunErrorInfo | None]
@@ -74,7 +76,7 @@ def verdict(outcome: Outcome, flow: str) -> Verdict:
         try:
             return "completed", to_json(outcome.value, what=f"the result of flow {flow}"), None
         except Exception as exc:
-            return "failed", None, failure(exc)
+            return "failed", None, failure(exc, outcome.where)
     if isinstance(error, DecisionError):
         return "suspended", None, _suspension(error)
     if isinstance(error, BudgetExceededError):
@@ -87,7 +89,7 @@ def verdict(outcome: Outcome, flow: str) -> Verdict:
         return "suspended", None, RunErrorInfo(kind="provider_unavailable", message=str(error))
     # Any other exception fails the run (DESIGN: only a DecisionError suspends), transport
     # errors whose retries ran out included; a run policy can resume those by kind.
-    return "failed", None, failure(error)
+    return "failed", None, failure(error, outcome.where)
 
 
 def _stopped(outcome: Outcome) -> Verdict:
@@ -115,11 +117,15 @@ def _suspension(exc: DecisionError) -> RunErrorInfo:
     )
 
 
-def failure(exc: BaseException) -> RunErrorInfo:
-    """Return the error of a failed run: the exception's class, message and traceback."""
+def failure(exc: BaseException, where: str | None = None) -> RunErrorInfo:
+    """Return the error of a failed run: the exception's class, message and traceback.
+
+    ``where`` is the key of the node the exception came out of, or failing that a key the
+    exception names itself.
+    """
     return RunErrorInfo(
         kind=type(exc).__name__,
         message=str(exc),
-        where=getattr(exc, "where", None),
+        where=where or getattr(exc, "key", None),
         traceback="".join(traceback.format_exception(exc)),
     )

@@ -72,7 +72,7 @@ async def resolve(
             else:
                 result = await hooks.step(node, fn, run, _returns(fn))
     except BaseException as exc:
-        node.close("error", error=type(exc).__name__)
+        node.fail(exc)
         raise
     finally:
         if runtime_token is not None:

@@ -130,7 +130,7 @@ class _Retries:
         except BaseException as exc:
             self.last = exc
             if node is not None:
-                node.close("error", error=type(exc).__name__)
+                node.fail(exc)
             raise
         if node is not None:
             node.close("ok")

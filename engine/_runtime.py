@@ -224,7 +224,7 @@ class Runtime:
                     with _deadline(timeout_s, "decision"):
                         pick = await hooks.decision(node, menu, request, ask)
             except BaseException as exc:
-                node.close("error", error=type(exc).__name__)
+                node.fail(exc)
                 raise
             node.close("ok", pick=pick.option.name, args=pick.args)
             return await resolve(pick, self, context, hooks, node, on_retry)
@@ -315,7 +315,7 @@ class Runtime:
                 call = Transport(self.transport, node, on_retry)
                 response = await hooks.model_call(node, model, request, call)
         except BaseException as exc:
-            node.close("error", error=type(exc).__name__)
+            node.fail(exc)
             raise
         usage = response.usage
         node.add_usage(usage.input_tokens, usage.output_tokens)

@@ -207,7 +207,7 @@ class ToolLoop:
             # running it again.
             text: str = await self.hooks.step(node, option.handler, run, str)
         except BaseException as exc:
-            node.close("error", error=type(exc).__name__)
+            node.fail(exc)
             raise
         finally:
             current_runtime.reset(runtime_token)

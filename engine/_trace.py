@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
-__all__ = ["Node", "NodeKind", "Trace", "summarise"]
+__all__ = ["Node", "NodeKind", "Trace", "failed_at", "summarise"]
 
 NodeKind = Literal[
     "run", "frame", "model_call", "decision", "repick", "tool_call", "step", "retry", "branch"
@@ -134,6 +134,15 @@ class Node:
         if data:
             self.data.update(data)
 
+    def fail(self, exc: BaseException) -> None:
+        """Close the node as failed by ``exc``; the innermost node ``exc`` leaves marks it.
+
+        The mark (see :func:`failed_at`) is how a run that fails knows the node it failed at.
+        """
+        self.close("error", error=type(exc).__name__)
+        if isinstance(exc, Exception):
+            exc.__dict__.setdefault(_FAILED_AT, self.key)
+
     def add_usage(self, input_tokens: int, output_tokens: int) -> None:
         """Add token usage to this node."""
         usage = self.usage
@@ -160,6 +169,19 @@ class Node:
                 for k, v in self.data.items()
             },
         }
+
+
+# The attribute under which an exception remembers the innermost node it failed.
+_FAILED_AT = "__engine_failed_at__"
+
+
+def failed_at(exc: BaseException) -> str | None:
+    """Return (and forget) the key of the innermost node ``exc`` failed, if it left one.
+
+    Forgetting it lets an exception object raised again elsewhere be marked afresh.
+    """
+    key = exc.__dict__.pop(_FAILED_AT, None)
+    return key if isinstance(key, str) else None
 
 
 # Values that are their own summary.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -206,6 +207,7 @@ async def test_failed_step_resumes_after_the_fix(store: Store) -> None:
     assert run.status == "failed"
     assert run.error is not None
     assert run.error.kind == "RuntimeError"
+    assert run.error.where == "run/fragile_flow:0/decision:0/go:0"  # the step that raised
     assert "bug in fragile_step" in (run.error.traceback or "")
     sf.BROKEN["value"] = False
     model = ScriptedModel([])
@@ -213,6 +215,21 @@ async def test_failed_step_resumes_after_the_fix(store: Store) -> None:
     assert resumed.status == "completed"
     assert resumed.result == "ok x"
     assert model.calls == 0  # the pick was journaled; only the step ran again
+
+
+async def test_a_failure_in_the_flow_itself_is_where_its_frame_is(store: Store) -> None:
+    @agentic_function
+    async def caught_then_raised(ticket: str, runtime: Runtime | None = None) -> str:
+        with contextlib.suppress(RuntimeError):  # handled: not where the run failed
+            await decision.make("Go?", {"go": sf.fragile_step})
+        raise RuntimeError("the flow's own bug")
+
+    sf.BROKEN["value"] = True
+    eng = Engine(model=ScriptedModel([pick("go", item="x")]), store=store)
+    run = await eng.run(caught_then_raised, "t", run_id="c1")
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error.where == "run/caught_then_raised:0"
 
 
 async def test_same_run_id_runs_once(store: Store) -> None:
@@ -234,6 +251,7 @@ async def test_changed_menu_on_resume_fails_the_run_with_non_determinism(store: 
     assert failed.status == "failed"
     assert failed.error is not None
     assert failed.error.kind == "NonDeterminismError"
+    assert failed.error.where == "run/menu_flow:0/decision:0"
     assert "run/menu_flow:0/decision:0" in failed.error.message
     assert "['a', 'b']" in failed.error.message
     assert "['a', 'b', 'c']" in failed.error.message
