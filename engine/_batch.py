@@ -135,7 +135,7 @@ class Batch:
         #: Whether the batch was cancelled or shut down before it started every input.
         self.interrupted = False
         self._t0 = time.monotonic()
-        self._scopes: dict[str, anyio.CancelScope] = {}
+        self._scopes: dict[int, tuple[str, anyio.CancelScope]] = {}
         self._background_scope = anyio.CancelScope()
         # The feed: its workers, how many there are and run, the inputs read so far, and why
         # it stopped taking inputs.
@@ -246,7 +246,7 @@ class Batch:
     def cut(self, reason: str) -> None:
         """Stop every run of the batch still in flight now, recording ``reason``."""
         holders = self.engine._executor.holders
-        for run_id, scope in list(self._scopes.items()):
+        for run_id, scope in list(self._scopes.values()):
             holder = holders.get(run_id)
             if holder is not None:
                 holder.stop(reason, now=True)
@@ -314,8 +314,9 @@ class Batch:
         index = self._index
         self._index += 1
         run_id = self.run_id(item) if self.run_id is not None else RUN_IDS.new()
-        # Registered before the run starts, so a cancel from now on reaches it.
-        self._scopes[run_id] = anyio.CancelScope()
+        # Registered before the run starts, so a cancel from now on reaches it. By input, not
+        # by id: two inputs may name one run (the second finds it stored).
+        self._scopes[index] = (run_id, anyio.CancelScope())
         return index, item, run_id
 
     async def _read(self, reader: Reader) -> Any:
@@ -335,7 +336,7 @@ class Batch:
 
     async def _one(self, index: int, item: Any, run_id: str) -> None:
         try:
-            run = await self._run_one(item, run_id)
+            run = await self._run_one(index, item, run_id)
             if run is not None:
                 if self._sink is not None:
                     self._sink[index] = run
@@ -345,15 +346,15 @@ class Batch:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the reader left; the run is stored whatever happened to it
 
-    async def _run_one(self, item: Any, run_id: str) -> Run | None:
+    async def _run_one(self, index: int, item: Any, run_id: str) -> Run | None:
         self._changed(started=1, in_flight=1)
         run: Run | None = None
         try:
-            with self._scopes[run_id] as scope:
+            with self._scopes[index][1] as scope:
                 try:
                     run = await self.engine._start(self.flow, (item,), {}, run_id, self.timeout_s)
                 finally:
-                    del self._scopes[run_id]
+                    del self._scopes[index]
             if scope.cancelled_caught:  # cut before it was under way: read where it stands
                 run = await self.engine.store.get_run(run_id)
         finally:

@@ -357,6 +357,23 @@ async def test_run_many_returns_runs_in_input_order_with_stopped_ones(store: Sto
     assert peak <= 2
 
 
+async def test_run_many_with_two_inputs_naming_one_run_runs_it_once(store: Store) -> None:
+    async def reply(request: Request) -> str:
+        await anyio.sleep(0.01)  # both inputs are in flight together
+        return pick("close") if "Second?" in request.messages[0].text else pick("a")
+
+    model = ScriptedModel(reply)
+    eng = Engine(model=model, store=store)
+    runs = await eng.run_many(sf.menu_flow, ["x", "x", "y"], run_id=lambda t: f"id-{t}")
+    assert [r.run_id for r in runs] == ["id-x", "id-x", "id-y"]
+    assert runs[0].status == "completed"
+    assert runs[1].status in ("running", "completed")  # the stored run, as it was found
+    assert model.calls == 4  # two decisions each for x and y, none for the duplicate
+    stored = await eng.get("id-x")
+    assert stored is not None
+    assert stored.status == "completed"
+
+
 class _Down:
     """A provider that answers 503 until it is told it is back."""
 
