@@ -161,6 +161,8 @@ class Executor:
             on_retry=self.on_retry,
         )
         trace = Trace()
+        if journal:  # what the run's earlier executions did stays in its trace
+            trace.follow(await self.store.load_trace(run.run_id))
         log.debug("run_started", run_id=run.run_id, flow=run.flow, resume=journal)
         self.holders[run.run_id] = holder
         try:

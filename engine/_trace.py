@@ -195,10 +195,13 @@ _KEEP = frozenset({"options", "failures", "pick", "attempts", "enforcement", "la
 class Trace:
     """The nodes of one run, in the order they were opened."""
 
-    __slots__ = ("_ids", "_t0", "_wall0", "nodes", "root_key")
+    __slots__ = ("_ids", "_t0", "_wall0", "earlier", "nodes", "root_key")
 
     def __init__(self, root_key: str = "") -> None:
         self.nodes: list[Node] = []
+        #: The exported traces of a run's earlier executions (before its resumes), oldest
+        #: first: kept whole beside this one's nodes, so no attempt is lost to a resume.
+        self.earlier: list[dict[str, Any]] = []
         # One wall-clock reading anchors every node's perf_counter reading.
         self._wall0 = time.time()
         self._t0 = _perf_counter()
@@ -234,8 +237,20 @@ class Trace:
         return [n for n in self.nodes if n.kind == kind]
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the whole trace as a JSON-ready dict."""
-        return {"nodes": [n.to_dict() for n in self.nodes]}
+        """Return the whole trace as a JSON-ready dict.
+
+        ``nodes`` are this execution's; ``earlier``, when the run was resumed, holds the
+        traces of the executions before it (``{"nodes": [...]}`` each, oldest first).
+        """
+        exported: dict[str, Any] = {"nodes": [n.to_dict() for n in self.nodes]}
+        if self.earlier:
+            exported["earlier"] = self.earlier
+        return exported
+
+    def follow(self, stored: dict[str, Any] | None) -> None:
+        """Keep ``stored``, the exported trace of the run so far, as earlier executions."""
+        if stored:
+            self.earlier = [*stored.get("earlier", ()), {"nodes": stored.get("nodes", [])}]
 
     def to_json(self, *, indent: int | None = None) -> str:
         """Return the whole trace as JSON text."""

@@ -34,12 +34,18 @@ class TraceLine:
 
 
 def trace_lines(trace: Mapping[str, Any]) -> list[TraceLine]:
-    """Return the nodes of a stored trace as lines, depth first, in opening order."""
-    nodes: Sequence[Node] = trace.get("nodes", [])
-    children: dict[Any, list[Node]] = {}
-    for node in nodes:
-        children.setdefault(node.get("parent_id"), []).append(node)
-    return list(_walk(children, None, 0))
+    """Return the nodes of a stored trace as lines, depth first, in opening order.
+
+    A resumed run's earlier executions come first, each a tree of its own.
+    """
+    lines: list[TraceLine] = []
+    for execution in [*trace.get("earlier", ()), trace]:
+        nodes: Sequence[Node] = execution.get("nodes", [])
+        children: dict[Any, list[Node]] = {}
+        for node in nodes:
+            children.setdefault(node.get("parent_id"), []).append(node)
+        lines.extend(_walk(children, None, 0))
+    return lines
 
 
 def _walk(children: Mapping[Any, list[Node]], parent: Any, depth: int) -> Iterator[TraceLine]:

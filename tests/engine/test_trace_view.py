@@ -91,3 +91,22 @@ def test_unknown_kinds_and_replays_render() -> None:
         "├─ model call #1 m 3→4 tokens",
         "└─ retry #1 transport RateLimitError  1.50 s",
     ]
+
+
+async def test_a_resumed_run_keeps_the_trace_of_its_earlier_execution() -> None:
+    store = MemoryStore()
+    first = Engine(model=ScriptedModel([pick("tech"), "nope", "still nope"]), store=store)
+    await first.run(sf.three_decisions, "t", run_id="r")
+    again = Engine(model=ScriptedModel([pick("hold"), pick("close")]), store=store)
+    resumed = await again.resume("r")
+    assert resumed.status == "completed"
+    trace = await again.trace("r")
+    assert trace is not None
+    (earlier,) = trace["earlier"]
+    failed = [n for n in earlier["nodes"] if n["kind"] == "repick"]
+    assert failed  # the re-pick of the first execution is still there
+    assert [n["status"] for n in earlier["nodes"] if n["kind"] == "run"] == ["suspended"]
+    roots = [line for line in trace_lines(trace) if line.depth == 0]
+    assert len(roots) == 2  # one tree per execution, the earlier one first
+    assert roots[0].status == "suspended"
+    assert roots[1].status == "ok"
