@@ -19,7 +19,7 @@ from engine._decision._extract import RawPick
 from engine._decision._validate import Failure, Pick, validate
 from engine._errors import DecisionError, NonDeterminismError, RunStopped
 from engine._hooks import Hooks, RetryEvent
-from engine._jsonable import digest, from_json, to_json
+from engine._jsonable import check_replayable, digest, from_json, to_json
 from engine._ledger import OnRetry, RetryLedger, RunBudget
 from engine.models import Model, Request, Response
 from engine.store import JournalRecord, Run, Store
@@ -357,7 +357,9 @@ class JournalHooks(Hooks):
             return await run()
         self._live(node.key)
         result = await run()
-        data = to_json(result, what=f"the result of step {node.name!r} at {node.key!r}")
+        what = f"the result of step {node.name!r} at {node.key!r}"
+        data = to_json(result, what=what)
+        check_replayable(data, result, returns, what=what)
         await self._write(
             JournalRecord(key=node.key, kind="step", fingerprint=fingerprint, data=data)
         )

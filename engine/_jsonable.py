@@ -8,12 +8,12 @@ import json
 from functools import lru_cache
 from typing import Any, ForwardRef
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from engine._errors import JournalError
 
-__all__ = ["digest", "from_json", "to_json"]
+__all__ = ["check_replayable", "digest", "from_json", "to_json"]
 
 
 #: Types whose values are their own JSON form (exact types: a subclass may serialise else).
@@ -58,6 +58,11 @@ def from_json(data: Any, annotation: object, *, what: str) -> Any:
         adapter = _adapter(annotation)
     except TypeError:  # unhashable annotation: build an adapter for this call only
         adapter = TypeAdapter(annotation)  # type: ignore[arg-type]
+    except PydanticSchemaGenerationError as exc:
+        raise JournalError(
+            f"{what}: its annotation {annotation!r} is not a type pydantic can validate JSON "
+            "into; annotate it with JSON data, a pydantic model or a dataclass"
+        ) from exc
     try:
         return adapter.validate_python(data)
     except ValidationError as exc:
@@ -65,6 +70,36 @@ def from_json(data: Any, annotation: object, *, what: str) -> Any:
             f"{what}: the journaled value no longer matches its annotation {annotation!r}: "
             f"{exc.errors()[0]['msg']}"
         ) from exc
+
+
+def check_replayable(data: Any, value: object, annotation: object, *, what: str) -> None:
+    """Check, before ``data`` (the JSON of ``value``) is journaled, that it replays.
+
+    A step's result is validated back into its return annotation on replay; a value that
+    does not match it would fail every resume, so it fails the step now instead. An
+    annotation that cannot be resolved is left to the replay, which says what to fix.
+
+    Raises:
+        JournalError: ``data`` does not validate into ``annotation``.
+    """
+    if (
+        annotation is inspect.Signature.empty
+        or annotation is None
+        or annotation is Any
+        or type(value) is annotation
+        or isinstance(annotation, str | ForwardRef)
+    ):
+        return
+    try:
+        from_json(data, annotation, what=what)
+    except JournalError as exc:
+        cause = exc.__cause__
+        reason = cause.errors()[0]["msg"] if isinstance(cause, ValidationError) else str(exc)
+        raise JournalError(
+            f"{what} is a {type(value).__name__} that does not match its return annotation "
+            f"{annotation!r} ({reason}), so it could not be replayed; return that type or "
+            "change the annotation"
+        ) from cause
 
 
 @lru_cache(maxsize=512)

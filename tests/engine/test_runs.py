@@ -232,6 +232,28 @@ async def test_a_failure_in_the_flow_itself_is_where_its_frame_is(store: Store) 
     assert run.error.where == "run/caught_then_raised:0"
 
 
+async def test_a_step_result_that_does_not_match_its_annotation_fails_at_the_step(
+    store: Store,
+) -> None:
+    async def count(item: str) -> int:
+        """Count an item (but returns text: a bug)."""
+        return f"many {item}"  # type: ignore[return-value]
+
+    @agentic_function
+    async def counting(ticket: str, runtime: Runtime | None = None) -> int:
+        result: int = await decision.make("Count?", {"count": count})
+        return result
+
+    eng = Engine(model=ScriptedModel([pick("count", item="x")]), store=store)
+    run = await eng.run(counting, "t", run_id="a1")
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error.kind == "JournalError"
+    assert "does not match its return annotation" in run.error.message
+    assert run.error.where == "run/counting:0/decision:0/count:0"
+    assert not [r for r in await store.load_journal("a1") if r.kind == "step"]
+
+
 async def test_same_run_id_runs_once(store: Store) -> None:
     model = ScriptedModel([pick("billing"), pick("hold"), pick("close")])
     eng = Engine(model=model, store=store)
