@@ -181,7 +181,7 @@ class Runtime:
         max_iterations: int = 20,
     ) -> Any:
         """Ask ``request`` as a decision over ``menu`` and resolve the pick."""
-        if max_retries != 1:
+        if max_retries != 1 or type(max_retries) is not int:  # True and 1.0 are not counts
             _check_retries(max_retries)
         hooks = current_hooks.get()
         model = model or self.model

@@ -172,6 +172,19 @@ async def test_entry_negative_max_retries_raise_value_error_before_any_call(
     assert model.calls == 0
 
 
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("max_retries", [True, 1.0, "1"], ids=["true", "float", "text"])
+async def test_entry_max_retries_that_is_not_an_integer_raises_before_any_call(
+    entry: Entry, max_retries: object
+) -> None:
+    model = ScriptedModel([pick("approve")])
+
+    with pytest.raises(ValueError, match="max_retries must be an integer"):
+        await entry(Runtime(model), OPTIONS, max_retries=max_retries)
+
+    assert model.calls == 0
+
+
 async def test_exec_without_choices_rejects_negative_max_retries() -> None:
     model = ScriptedModel(["text"])
 
