@@ -30,6 +30,13 @@ def summarise(value: object, limit: int = _SUMMARY_CHARS) -> object:
         return value
     if isinstance(value, str):
         return value if len(value) <= limit else value[:limit] + "…"
+    if isinstance(value, dict | list | tuple):  # JSON data stays JSON while it is short
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError):
+            pass
+        else:
+            return value if len(text) <= limit else text[:limit] + "…"
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "…"
 

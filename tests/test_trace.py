@@ -234,3 +234,14 @@ async def test_trace_each_runtime_keeps_its_own_trace() -> None:
 
     assert only(one.trace, "decision").data["pick"] == "approve"
     assert only(two.trace, "decision").data["pick"] == "reject"
+
+
+def test_trace_export_keeps_short_json_arguments_as_json() -> None:
+    trace = Trace()
+    node = trace.open("decision", "decision", parent=None)
+    node.close("ok", args={"item": "box", "n": [1, 2]}, blob={"text": "x" * 500}, odd={1: {2}})
+    data = json.loads(trace.to_json())["nodes"][0]["data"]
+    assert data["args"] == {"item": "box", "n": [1, 2]}
+    assert data["blob"].startswith('{"text": "xxx')
+    assert data["blob"].endswith("…")
+    assert data["odd"] == "{1: {2}}"  # not JSON: its repr
