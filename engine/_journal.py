@@ -72,8 +72,13 @@ class ResumeOrder:
         """Return the order of a resume of ``run``: the decision it stopped at, if it did.
 
         Raises:
+            TypeError: ``pick`` is not a mapping.
             ValueError: ``pick`` for a run that did not stop at a decision.
         """
+        if pick is not None and not isinstance(pick, Mapping):
+            raise TypeError(
+                f'pick= must be a dict such as {{"call": "name", "args": {{...}}}}, got {pick!r}'
+            )
         error = run.error
         decided = run.status == "suspended" and error is not None and bool(error.options)
         if pick is not None and not decided:
@@ -264,7 +269,11 @@ class JournalHooks(Hooks):
 
     async def _human_pick(self, node: Node, menu: Menu, fingerprint: str) -> Pick:
         pick_data = self.order.pick or {}
-        raw = RawPick(pick_data.get("call"), pick_data.get("args"), "args" in pick_data, {})
+        raw = (
+            RawPick(pick_data["call"], pick_data.get("args"), "args" in pick_data, {})
+            if "call" in pick_data
+            else None  # names no call: no pick at all (DECISION-SPEC §7.1)
+        )
         try:
             pick = validate(raw, menu)
         except Failure as failure:

@@ -157,6 +157,21 @@ async def test_invalid_human_pick_raises_and_leaves_the_run_as_it_was(store: Sto
     assert await store.load_journal("r1") == journal_before
 
 
+async def test_human_pick_without_a_call_is_no_action_and_not_a_dict_is_type_error(
+    store: Store,
+) -> None:
+    first = ScriptedModel([pick("billing"), pick("ship", item="box"), "?", "??"])
+    eng = Engine(model=first, store=store)
+    await eng.run(sf.three_decisions, "t1", run_id="r1")
+    before = await eng.get("r1")
+    with pytest.raises(DecisionError) as info:
+        await eng.resume("r1", pick={"args": {}})
+    assert info.value.kind == "no_action"
+    with pytest.raises(TypeError, match="pick= must be a dict"):
+        await eng.resume("r1", pick='{"call": "close"}')  # type: ignore[arg-type]
+    assert await eng.get("r1") == before
+
+
 async def test_invalid_human_pick_inside_an_unfinished_step_raises_at_once(
     store: Store,
 ) -> None:
