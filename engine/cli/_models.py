@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from engine.cli._common import fail
 from engine.models import Model
@@ -25,8 +24,6 @@ DEFAULTS: dict[str, str] = {
     "OPENAI_API_KEY": "openai:gpt-4o-mini",
     "ANTHROPIC_API_KEY": "anthropic:claude-3-5-haiku-latest",
 }
-_REPLY_FAULTS = ("no_json", "unknown_option", "wrong_types")
-_FAULTS = (*_REPLY_FAULTS, "truncated", "rate_limit", "server_error", "timeout", "retry_after")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +53,6 @@ def choose_model(spec: str | None, environ: Mapping[str, str] | None = None) -> 
 
 
 def _from_spec(spec: str) -> Model:
-    name, _, options = spec.strip().partition(":")
-    if name == "simulated":
-        return simulated_model(options)
     from engine.models import model_from_string
 
     try:
@@ -69,39 +63,4 @@ def _from_spec(spec: str) -> Model:
 
 def simulated_model(options: str) -> Model:
     """Build a SimulatedModel from ``seed=7,faults=0.1,latency=0.01-0.05`` (or a bare seed)."""
-    from engine.models import SimulatedModel
-
-    kwargs: dict[str, Any] = {}
-    faults: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in options.split(","))):
-        key, sep, value = part.partition("=")
-        if not sep:
-            key, value = "seed", key
-        try:
-            _apply(key.strip(), value.strip(), kwargs, faults)
-        except ValueError as exc:
-            fail(f"--model simulated:{options}: {exc}")
-    try:
-        return SimulatedModel(faults=faults, **kwargs)
-    except (ValueError, TypeError) as exc:
-        fail(f"--model simulated:{options}: {exc}")
-
-
-def _apply(key: str, value: str, kwargs: dict[str, Any], faults: dict[str, float]) -> None:
-    if key == "seed":
-        kwargs["seed"] = int(value)
-    elif key == "latency":
-        low, sep, high = value.partition("-")
-        kwargs["latency"] = (float(low), float(high)) if sep else float(low)
-    elif key == "tool_rate":
-        kwargs["tool_rate"] = float(value)
-    elif key == "faults":
-        for name in _REPLY_FAULTS:
-            faults.setdefault(name, float(value) / len(_REPLY_FAULTS))
-    elif key in _FAULTS:
-        faults[key] = float(value)
-    else:
-        raise ValueError(
-            f"unknown option {key!r}; use seed, latency, tool_rate, faults or one of "
-            f"{', '.join(_FAULTS)}"
-        )
+    return _from_spec(f"simulated:{options}" if options else "simulated")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.models._types import Model
 
 __all__ = ["PREFIXES", "model_from_string"]
@@ -10,8 +12,10 @@ __all__ = ["PREFIXES", "model_from_string"]
 PREFIXES: dict[str, str] = {
     "openai": "openai:<model> or openai:<model>@<base_url>",
     "anthropic": "anthropic:<model>",
-    "simulated": "simulated or simulated:<seed>",
+    "simulated": "simulated, simulated:<seed> or simulated:seed=<n>,faults=<rate>,...",
 }
+_REPLY_FAULTS = ("no_json", "unknown_option", "wrong_types")
+_FAULTS = (*_REPLY_FAULTS, "truncated", "rate_limit", "server_error", "timeout", "retry_after")
 
 
 def model_from_string(spec: str | Model) -> Model:
@@ -22,7 +26,11 @@ def model_from_string(spec: str | Model) -> Model:
         ``"openai:llama3.1:8b@http://localhost:11434/v1"``: any OpenAI-compatible server;
         the model id may itself hold colons, the URL follows the first ``@``.
         ``"anthropic:claude-sonnet-4-6"``: Anthropic's API (``ANTHROPIC_API_KEY``).
-        ``"simulated"`` or ``"simulated:42"``: the offline :class:`SimulatedModel`, seeded.
+        ``"simulated"``, ``"simulated:42"`` or ``"simulated:seed=7,faults=0.1"``: the
+        offline :class:`SimulatedModel`. Options, comma-separated: ``seed``, ``latency``
+        (seconds, or a range ``0.01-0.05``), ``tool_rate`` (the share of tool-offering turns
+        in which it calls a tool first), ``faults`` (one rate spread over the three reply
+        faults) and any fault of :class:`~engine.models.Faults` on its own (``no_json=0.05``).
 
     Raises:
         ValueError: The prefix is unknown, or a part of the string is missing or malformed.
@@ -54,14 +62,48 @@ def model_from_string(spec: str | Model) -> Model:
     return OpenAIModel(model, base_url=base_url or None)
 
 
-def _simulated(seed: str, spec: str) -> Model:
+def _simulated(options: str, spec: str) -> Model:
     from engine.models._simulated import SimulatedModel
 
-    if not seed:
-        return SimulatedModel()
+    kwargs: dict[str, Any] = {}
+    faults: dict[str, float] = {}
     try:
-        return SimulatedModel(int(seed))
-    except ValueError:
+        for part in filter(None, (p.strip() for p in options.split(","))):
+            key, sep, value = part.partition("=")
+            if not sep:
+                key, value = "seed", key
+            _apply(key.strip(), value.strip(), kwargs, faults)
+        return SimulatedModel(faults=faults, **kwargs)
+    except (ValueError, TypeError) as exc:
         raise ValueError(
-            f"model {spec!r}: the seed must be an integer, as in simulated:42"
+            f"model {spec!r}: {exc}; write {PREFIXES['simulated']}, as in simulated:42"
         ) from None
+
+
+def _apply(key: str, value: str, kwargs: dict[str, Any], faults: dict[str, float]) -> None:
+    if key == "seed":
+        kwargs["seed"] = _number(key, value, int)
+    elif key == "latency":
+        low, sep, high = value.partition("-")
+        low_s = _number(key, low, float)
+        kwargs["latency"] = (low_s, _number(key, high, float)) if sep else low_s
+    elif key == "tool_rate":
+        kwargs["tool_rate"] = _number(key, value, float)
+    elif key == "faults":
+        for name in _REPLY_FAULTS:
+            faults.setdefault(name, _number(key, value, float) / len(_REPLY_FAULTS))
+    elif key in _FAULTS:
+        faults[key] = _number(key, value, float)
+    else:
+        raise ValueError(
+            f"unknown option {key!r}; use seed, latency, tool_rate, faults or one of "
+            f"{', '.join(_FAULTS)}"
+        )
+
+
+def _number(key: str, value: str, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"the {key} must be {what}, got {value!r}") from None

@@ -58,7 +58,11 @@ def test_registry_anthropic_model() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "seed"),
-    [pytest.param("simulated", 0, id="default"), pytest.param("simulated:42", 42, id="seeded")],
+    [
+        pytest.param("simulated", 0, id="default"),
+        pytest.param("simulated:42", 42, id="seeded"),
+        pytest.param("simulated:seed=7,faults=0.3,latency=0.01-0.02", 7, id="options"),
+    ],
 )
 def test_registry_simulated_model(spec: str, seed: int) -> None:
     model = model_from_string(spec)
