@@ -140,10 +140,19 @@ def find_pick(reply: str, names: Collection[str] | None = None) -> RawPick | Non
 
 
 def extract_action(reply: str, names: Collection[str] | None = None) -> dict[str, object] | None:
-    """Return the last pick as ``{"call": ..., "args": ...}``, or None.
+    """Return the last pick, normalised to ``{"call": ..., "args": {...}}``, or None.
 
-    ``args`` is the pick's args value when it has one, else its other top-level keys
-    (flattened arguments).
+    ``args`` is the pick's args value when it has one (or an alias), else its other
+    top-level keys (flattened arguments). A missing, null or empty (``""``, ``[]``) args is
+    ``{}``, and a JSON string holding an object is that object. Any other value that is no
+    object is returned as it is: validation against the options reports it as bad_args.
+
+    Args:
+        reply: The model's reply text.
+        names: The option names, as for :func:`find_pick`.
+
+    Raises:
+        TypeError: ``reply`` is not a str.
     """
     pick = find_pick(reply, names)
     if pick is None:

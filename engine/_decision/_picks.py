@@ -26,7 +26,9 @@ class RawPick(NamedTuple):
 
     Attributes:
         call: The value of the call key; may be a non-string (reported as unknown_call).
-        args: The args value (a JSON string holding an object is decoded); None when absent.
+        args: The args value, normalised: ``{}`` for null, ``""`` or ``[]``, and a JSON
+            string holding an object decoded; any other non-object is kept for validation to
+            report. None when absent.
         has_args: Whether an args key (or alias) was present.
         extras: Every other top-level key of the pick, for flattened arguments.
     """
@@ -129,8 +131,19 @@ def _build(obj: dict[str, object], call_key: str) -> RawPick:
         extras = {key: v for key, v in obj.items() if key not in (call_key, args_key)}
     if args_key is None:
         return RawPick(obj[call_key], None, False, extras)
-    args = obj[args_key]
+    return RawPick(obj[call_key], _plain_args(obj[args_key]), True, extras)
+
+
+def _plain_args(args: object) -> object:
+    """Normalise an args value: null and empty stand for ``{}``, a JSON string is decoded.
+
+    Any other value that is no object is kept as it is: validation reports it as bad_args.
+    """
+    if type(args) is dict:
+        return args
+    if args is None or (not args and type(args) in (list, str)):
+        return {}
     if isinstance(args, str):
         decoded, _ = load_json(args.strip())
-        args = decoded if decoded is not None else args
-    return RawPick(obj[call_key], args, True, extras)
+        return decoded if decoded is not None else args
+    return args

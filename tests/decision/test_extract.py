@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine import decision
 from engine._decision._extract import MAX_DEPTH, RawPick, extract_action, find_pick
 
 
@@ -203,7 +204,7 @@ def test_find_pick_objects_inside_a_pick_are_data(reply: str) -> None:
             id="parameters-before-input",
         ),
         pytest.param(
-            '{"call": "f", "args": null}', None, RawPick("f", None, True, {}), id="args-null"
+            '{"call": "f", "args": null}', None, RawPick("f", {}, True, {}), id="args-null"
         ),
         pytest.param(
             '{"call": "f", "args": {"s": "a\tb\nc"}}',
@@ -362,3 +363,29 @@ def test_find_pick_rejects_non_str() -> None:
 )
 def test_extract_action_returns_call_and_args(reply: str, action: object) -> None:
     assert extract_action(reply) == action
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param("null", {}, id="null"),
+        pytest.param('""', {}, id="empty-string"),
+        pytest.param("[]", {}, id="empty-list"),
+        pytest.param("{}", {}, id="empty-object"),
+        pytest.param('"{}"', {}, id="json-string-empty-object"),
+        pytest.param('" {\\"x\\": 1} "', {"x": 1}, id="json-string-object"),
+        pytest.param("5", 5, id="int-kept"),
+        pytest.param("true", True, id="bool-kept"),
+        pytest.param("[1, 2]", [1, 2], id="list-kept"),
+        pytest.param('"later"', "later", id="string-kept"),
+        pytest.param('"[1]"', "[1]", id="json-string-list-kept"),
+    ],
+)
+def test_extract_action_normalises_args(args: str, expected: object) -> None:
+    reply = '{"call": "f", "args": ' + args + "}"
+
+    assert decision.extract_action(reply) == {"call": "f", "args": expected}
+    assert decision.extract_action(reply.replace('"args"', '"arguments"')) == {
+        "call": "f",
+        "args": expected,
+    }
