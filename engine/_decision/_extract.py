@@ -26,7 +26,12 @@ string (it would have closed it), so a string that runs out, or is dropped for w
 follows it, is read at most once more as plain text. A failed flat-object attempt stops at
 the first brace outside its strings, the next event anyway. Each node moves into its parent
 once; a region is scanned at most twice. Objects nested deeper than ``MAX_DEPTH`` never
-reach a parser, and every parse is charged to a budget proportional to the reply.
+reach a parser. The shortcuts (the whole reply, then each region, when it is one JSON
+object) try json alone, once each: at most twice the reply's length. The nodes' parses are
+charged to budgets proportional to the reply, plus a floor: json may read it four times
+over (json without trailing commas is one more read), ``ast.literal_eval``, by far the
+slowest, once. So every object of a reply can go once through all three parsers, and
+however deep objects that fail to parse nest, the parsers read a bounded multiple of it.
 """
 
 from __future__ import annotations
@@ -52,8 +57,11 @@ __all__ = ["MAX_DEPTH", "RawPick", "extract_action", "find_pick"]
 
 _KEYS = frozenset((*CALL_KEYS, "name"))
 _HAS_KEY, _PICKLIKE, _GROUP = 1, 2, 4
-# Parse work allowed per character of reply, in json parses of one character.
-_BUDGET_PER_CHAR, _BUDGET_FLOOR, _LITERAL_COST = 4, 1 << 16, 4
+# Characters the parsers may read, per character of reply plus a floor for short replies:
+# json (with and without trailing commas) four times over, ast.literal_eval (tens of times
+# slower per character) once, so every object of a reply can go once through all three.
+_JSON_PER_CHAR, _JSON_FLOOR = 4, 1 << 16
+_LITERAL_PER_CHAR, _LITERAL_FLOOR = 1, 1 << 14
 
 _WORDS = "call|action|function|tool|name"
 _ANY_KEY = re.compile(rf"[\"'](?:{_WORDS})[\"']\s*+:")
@@ -129,8 +137,9 @@ def find_pick(reply: str, names: Collection[str] | None = None) -> RawPick | Non
     if key is None:  # every pick names a key: skip fences and scans
         return None
     starts, ends = wrapper_ranges(text)
-    budget = _BUDGET_PER_CHAR * len(text) + _BUDGET_FLOOR
-    ctx = _Context(text, names, key.start(), starts, ends, budget)
+    budget = _JSON_PER_CHAR * len(text) + _JSON_FLOOR
+    literal_budget = _LITERAL_PER_CHAR * len(text) + _LITERAL_FLOOR
+    ctx = _Context(text, names, key.start(), starts, ends, budget, literal_budget)
     for group in regions(text):
         for start, end in reversed(group):
             pick = ctx.region_pick(start, end)
@@ -299,7 +308,7 @@ def _before_space(text: str, pos: int) -> int:
 
 @dataclass(slots=True)
 class _Context:
-    """What one extraction shares: text, names, first key, wrappers and the parse budget."""
+    """What one extraction shares: text, names, first key, wrappers and the parse budgets."""
 
     text: str
     names: Collection[str] | None
@@ -307,6 +316,7 @@ class _Context:
     wrap_starts: list[int]
     wrap_ends: list[int]
     budget: int
+    literal_budget: int
 
     def spend(self, cost: int) -> bool:
         self.budget -= cost
@@ -318,11 +328,12 @@ class _Context:
             return None
         raw = self.text[start:end]
         chunk = raw.strip()
-        if chunk[:1] == "{" and chunk[-1:] == "}":  # the region may be one object: no scan
-            first = start + len(raw) - len(raw.lstrip())
-            whole = self.parse(first, first + len(chunk))
+        if chunk[:1] == "{" and chunk[-1:] == "}":
+            # The region may be one JSON object: no scan. Only json is tried, uncharged (the
+            # regions are disjoint); the other parsers are for the scan's nodes.
+            whole, _ = load_json(chunk)
             if whole is not None:
-                return self.pick_in(whole, first)
+                return self.pick_in(whole, start + len(raw) - len(raw.lstrip()))
         pick = self.resolve(_Scan(self.text, start, end, key.start()).nodes)
         if pick is None and self.text.find("'", start, end) >= 0:
             # An apostrophe read as opening a Python string may have hidden the pick.
@@ -368,7 +379,10 @@ class _Context:
             source = _TRAILING_COMMA.sub(r"\1", chunk)
             value, pos = load_json(source)
         pythonic = pos >= 0 and source.startswith(("'", "True", "False", "None"), pos)
-        if value is None and pythonic and self.spend(_LITERAL_COST * len(chunk)):
+        if value is None and pythonic and len(chunk) <= self.literal_budget:
+            # Charged only when it runs: an object too large for what is left leaves it to
+            # smaller ones.
+            self.literal_budget -= len(chunk)
             return load_literal(chunk)
         return value
 

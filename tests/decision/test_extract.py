@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine import decision
+from engine import Runtime, decision
+from engine._decision import _extract
 from engine._decision._extract import MAX_DEPTH, RawPick, extract_action, find_pick
+from engine._decision._picks import load_literal
+from engine.models import ScriptedModel
 
 
 def _call(reply: str, names: set[str] | None = None) -> object:
@@ -389,3 +392,62 @@ def test_extract_action_normalises_args(args: str, expected: object) -> None:
         "call": "f",
         "args": expected,
     }
+
+
+# Replies over the parse budget's floor: a large object before the pick must not use up
+# what the pick needs.
+_BULK = "x" * 70_000
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param(
+            '{"result": None, "log": "' + _BULK + '"}\nSo I pick:\n{"call": "go"}',
+            id="literal-object-before",
+        ),
+        pytest.param(
+            "```json\n{'name': 'tool', 'out': '" + _BULK + '\'}\n```\nPick: {"call": "go"}',
+            id="fenced-literal-non-pick",
+        ),
+        pytest.param(
+            "{'name': 'tool', 'out': '" + _BULK + "',}\n" + '{"call": "go"}',
+            id="all-three-parsers-before",
+        ),
+        pytest.param("{'call':'go','args':{'s':'" + _BULK + "'}}", id="literal-pick"),
+    ],
+)
+def test_extract_action_large_reply_keeps_its_pick(reply: str) -> None:
+    action = decision.extract_action(reply)
+
+    assert action is not None
+    assert action["call"] == "go"
+
+
+async def test_decision_make_large_reply_keeps_its_pick() -> None:
+    reply = '{"result": None, "log": "' + _BULK + '"}\nSo I pick:\n{"call": "go"}'
+    runtime = Runtime(ScriptedModel([reply]))
+
+    assert await decision.make("Pick one.", {"go": "GONE"}, runtime=runtime, max_retries=0) == (
+        "GONE"
+    )
+
+
+def test_find_pick_literal_parses_read_the_reply_at_most_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Nested objects that each fail as a Python literal: without a bound, every level would
+    # be read again inside its parent's failure.
+    read: list[int] = []
+
+    def counting(chunk: str) -> dict[str, object] | None:
+        read.append(len(chunk))
+        return load_literal(chunk)
+
+    monkeypatch.setattr(_extract, "load_literal", counting)
+    level = '{"name": None, "pad": "' + "x" * 2000 + '", "x": '
+    reply = level * 40 + "1" + " oops}" * 40
+
+    assert find_pick(reply) is None
+    assert read
+    assert sum(read) <= len(reply) + _extract._LITERAL_FLOOR
