@@ -30,8 +30,10 @@ reach a parser. The shortcuts (the whole reply, then each region, when it is one
 object) try json alone, once each: at most twice the reply's length. The nodes' parses are
 charged to budgets proportional to the reply, plus a floor: json may read it four times
 over (json without trailing commas is one more read), ``ast.literal_eval``, by far the
-slowest, once. So every object of a reply can go once through all three parsers, and
-however deep objects that fail to parse nest, the parsers read a bounded multiple of it.
+slowest, once, and at most 80 KB in all (beyond that, Python-literal objects are not read:
+a re-pick asks again). So every object of a reply can go once through json, and one of
+Python-literal size through all three parsers; however deep objects that fail to parse
+nest, the parsers read a bounded multiple of the reply.
 """
 
 from __future__ import annotations
@@ -58,10 +60,12 @@ __all__ = ["MAX_DEPTH", "RawPick", "extract_action", "find_pick"]
 _KEYS = frozenset((*CALL_KEYS, "name"))
 _HAS_KEY, _PICKLIKE, _GROUP = 1, 2, 4
 # Characters the parsers may read, per character of reply plus a floor for short replies:
-# json (with and without trailing commas) four times over, ast.literal_eval (tens of times
-# slower per character) once, so every object of a reply can go once through all three.
+# json (with and without trailing commas) four times over; ast.literal_eval (tens of times
+# slower per character, microseconds a character on dense tokens) the reply once, up to a
+# cap: Python-literal picks are small, and a reply full of failing literals must not hold
+# the event loop for seconds.
 _JSON_PER_CHAR, _JSON_FLOOR = 4, 1 << 16
-_LITERAL_PER_CHAR, _LITERAL_FLOOR = 1, 1 << 14
+_LITERAL_CAP, _LITERAL_FLOOR = 1 << 16, 1 << 14
 
 _WORDS = "call|action|function|tool|name"
 _ANY_KEY = re.compile(rf"[\"'](?:{_WORDS})[\"']\s*+:")
@@ -138,7 +142,7 @@ def find_pick(reply: str, names: Collection[str] | None = None) -> RawPick | Non
         return None
     starts, ends = wrapper_ranges(text)
     budget = _JSON_PER_CHAR * len(text) + _JSON_FLOOR
-    literal_budget = _LITERAL_PER_CHAR * len(text) + _LITERAL_FLOOR
+    literal_budget = min(len(text), _LITERAL_CAP) + _LITERAL_FLOOR
     ctx = _Context(text, names, key.start(), starts, ends, budget, literal_budget)
     for group in regions(text):
         for start, end in reversed(group):

@@ -451,3 +451,21 @@ def test_find_pick_literal_parses_read_the_reply_at_most_once(
     assert find_pick(reply) is None
     assert read
     assert sum(read) <= len(reply) + _extract._LITERAL_FLOOR
+
+
+def test_find_pick_literal_parses_stop_at_their_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ast.literal_eval takes microseconds a character on dense tokens: a reply full of
+    # objects that fail as literals gets a bounded share of it, whatever its size.
+    read: list[int] = []
+
+    def counting(chunk: str) -> dict[str, object] | None:
+        read.append(len(chunk))
+        return load_literal(chunk)
+
+    monkeypatch.setattr(_extract, "load_literal", counting)
+    reply = "Note: " + "{'call': None, 'x': [1, 1, 1, 1] oops} " * 20_000
+    pick = '{"call": "go"}'
+
+    assert find_pick(reply + pick) is not None  # json picks are not affected
+    assert find_pick(reply) is None
+    assert sum(read) <= _extract._LITERAL_CAP + _extract._LITERAL_FLOOR
