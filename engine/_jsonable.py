@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import math
 from functools import lru_cache
 from typing import Any, ForwardRef
 
@@ -27,17 +28,22 @@ def to_json(value: object, *, what: str) -> Any:
         JournalError: The value cannot be written as JSON; ``what`` names it in the message.
     """
     kind = type(value)
-    if kind in _PLAIN:
+    if kind in _PLAIN and (kind is not float or math.isfinite(value)):  # type: ignore[arg-type]
         return value
     if kind is dict and all(
-        type(k) is str and type(v) in _PLAIN
+        type(k) is str and type(v) in _PLAIN and (type(v) is not float or math.isfinite(v))
         for k, v in value.items()  # type: ignore[attr-defined]
     ):
         return dict(value)  # type: ignore[call-overload]
     try:
         data = to_jsonable_python(value)
-        json.dumps(data)
+        json.dumps(data, allow_nan=False)
     except (PydanticSerializationError, TypeError, ValueError) as exc:
+        if isinstance(exc, ValueError) and "Out of range float" in str(exc):
+            raise JournalError(
+                f"{what} holds a float that is not finite (NaN or infinity), which JSON "
+                "cannot hold; return None or a string for it instead"
+            ) from exc
         raise JournalError(
             f"{what} is a {type(value).__name__}, which cannot be journaled as JSON; return "
             "JSON data, a pydantic model or a dataclass instead"

@@ -17,7 +17,15 @@ CALL_KEYS = ("call", "action", "function", "tool")
 _ARGS_KEYS = ("args", "arguments", "parameters", "input")
 _JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
 _ODD_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*+\\[^\n\\'\"abfnrtvx0-7NuU]")
-_DECODER = json.JSONDecoder(strict=False)
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")
+
+
+# NaN and Infinity are not JSON (json.loads takes them by default): an object holding one
+# does not parse.
+_DECODER = json.JSONDecoder(strict=False, parse_constant=_not_json)
 _SCAN: Callable[[str, int], tuple[object, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 

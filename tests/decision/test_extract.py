@@ -469,3 +469,12 @@ def test_find_pick_literal_parses_stop_at_their_cap(monkeypatch: pytest.MonkeyPa
     assert find_pick(reply + pick) is not None  # json picks are not affected
     assert find_pick(reply) is None
     assert sum(read) <= _extract._LITERAL_CAP + _extract._LITERAL_FLOOR
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_extract_action_a_pick_holding_a_constant_json_lacks_is_no_pick(constant: str) -> None:
+    assert decision.extract_action(f'{{"call": "set", "args": {{"v": {constant}}}}}') is None
+    assert decision.extract_action('{"call": "set", "args": {"v": 1.5}}') == {
+        "call": "set",
+        "args": {"v": 1.5},
+    }

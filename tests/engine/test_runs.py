@@ -269,6 +269,24 @@ async def test_a_step_result_that_does_not_match_its_annotation_fails_at_the_ste
     assert not [r for r in await store.load_journal("a1") if r.kind == "step"]
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), {"x": -float("inf")}])
+async def test_a_result_that_is_not_finite_fails_clearly_instead_of_being_lost(
+    store: Store, value: object
+) -> None:
+    @agentic_function
+    async def odd(ticket: str, runtime: Runtime | None = None) -> object:
+        await decision.make("Go?", ["go"])
+        return value
+
+    eng = Engine(model=ScriptedModel([pick("go")]), store=store)
+    run = await eng.run(odd, "t", run_id="n1")
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error.kind == "JournalError"
+    assert "not finite" in run.error.message
+    assert await eng.get("n1") == run
+
+
 async def test_same_run_id_runs_once(store: Store) -> None:
     model = ScriptedModel([pick("billing"), pick("hold"), pick("close")])
     eng = Engine(model=model, store=store)
