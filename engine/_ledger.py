@@ -9,6 +9,7 @@ Outside a run only ``on_retry`` fires.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from engine._errors import BudgetExceededError
 from engine._hooks import RetryEvent
+from engine._secrets import mask_secrets
 
 __all__ = ["OnRetry", "RetryLedger", "RunBudget", "current_ledger", "note_retry"]
 
@@ -121,6 +123,8 @@ async def note_retry(event: RetryEvent, on_retry: OnRetry | None = None) -> None
     Raises:
         BudgetExceededError: The run's budget allows no more attempts.
     """
+    if event.message:  # it is journaled and handed on: it may quote what a provider sent
+        event = dataclasses.replace(event, message=mask_secrets(event.message))
     ledger = current_ledger.get()
     if ledger is not None:
         await ledger.note(event)

@@ -29,6 +29,7 @@ from engine._errors import (
     RunStopped,
 )
 from engine._jsonable import to_json
+from engine._secrets import mask_secrets
 from engine.store import RunErrorInfo, RunStatus
 
 __all__ = ["Outcome", "failure", "verdict"]
@@ -110,7 +111,7 @@ def _stopped(outcome: Outcome) -> Verdict:
 def _suspension(exc: DecisionError) -> RunErrorInfo:
     return RunErrorInfo(
         kind=exc.kind,
-        message=str(exc),
+        message=mask_secrets(str(exc)),
         where=getattr(exc, "where", None),
         options=exc.options,
         replies=exc.replies,
@@ -123,9 +124,11 @@ def failure(exc: BaseException, where: str | None = None) -> RunErrorInfo:
     ``where`` is the key of the node the exception came out of, or failing that a key the
     exception names itself.
     """
+    # Exception messages may quote what a provider sent back (an echoed key, a URL): what
+    # is stored never holds a secret.
     return RunErrorInfo(
         kind=type(exc).__name__,
-        message=str(exc),
+        message=mask_secrets(str(exc)),
         where=where or getattr(exc, "key", None),
-        traceback="".join(traceback.format_exception(exc)),
+        traceback=mask_secrets("".join(traceback.format_exception(exc))),
     )

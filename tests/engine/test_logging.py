@@ -6,13 +6,19 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import structlog
+import support_flows as sf
 
+from engine import AuthenticationError, Engine, RateLimitError, Runtime, transport_policy
 from engine._context import current_node, current_run_id
-from engine._logging import MASK, configure_logging, env_secrets, mask_secrets
+from engine._logging import configure_logging
+from engine._secrets import MASK, env_secrets, mask_secrets
 from engine._trace import Trace
+from engine.models import Request, Response
+from engine.store import SQLiteStore
 
 SECRET = "sk-test-0123456789abcdefghijklmnop"
 
@@ -140,3 +146,45 @@ def test_standard_library_logs_share_the_format_and_the_masking(
 )
 def test_mask_secrets(text: str, shown: str) -> None:
     assert mask_secrets(text) == shown
+
+
+class _EchoingProvider:
+    """A provider whose errors quote the credentials they were sent (some gateways do)."""
+
+    name = "echo"
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+        self.calls = 0
+
+    async def complete(self, request: Request) -> Response:
+        self.calls += 1
+        if self.calls == 1:
+            raise RateLimitError(f"rate limited for key Bearer {self.secret}", retry_after=0)
+        raise AuthenticationError(f"invalid key {self.secret}")
+
+
+async def test_secrets_in_provider_errors_never_reach_the_stored_run_or_journal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    secret = "plain-SECRET-value-987654321"
+    monkeypatch.setenv("PROVIDER_API_KEY", secret)
+    store = SQLiteStore(tmp_path / "runs.db")
+    runtime = Runtime(_EchoingProvider(secret), transport=transport_policy(sleep=_no_sleep))
+    async with Engine(runtime=runtime, store=store) as engine:
+        run = await engine.run(sf.three_decisions, "t", run_id="s1")
+        assert run.status == "failed"
+        stored = await engine.get("s1")
+        journal = await store.load_journal("s1")
+        trace = await engine.trace("s1")
+    assert stored is not None
+    assert stored.error is not None
+    assert "invalid key" in stored.error.message
+    written = stored.model_dump_json() + json.dumps([r.data for r in journal]) + json.dumps(trace)
+    assert secret not in written
+    assert MASK in stored.error.message
+    assert any(r.kind == "retry" and MASK in r.data["message"] for r in journal)
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
