@@ -118,7 +118,8 @@ def _check_model(spec: Spec, value: object, path: str) -> object:
             "literal_error": "enum_violation",
             "enum": "enum_violation",
         }.get(first["type"], "type_mismatch")
-        raise FieldError(kind, where, f"{where}: {first['msg'].lower()}") from None
+        msg = first["msg"]  # only its first letter lowered: it may quote a pattern or a value
+        raise FieldError(kind, where, f"{where}: {msg[:1].lower()}{msg[1:]}") from None
 
 
 def _mismatch(spec: Spec, value: object, path: str) -> FieldError:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
+from pydantic import Field
 
 from engine import DecisionError, Runtime, agentic_function, decision
 from engine.models import ScriptedModel
@@ -292,3 +293,14 @@ async def test_validate_valid_pick_passes_every_check() -> None:
     result = await ask(FUNCTIONS, pick("upgrade", tier="gold"))
 
     assert result == "gold"
+
+
+async def test_validate_constraint_failure_quotes_the_constraint_as_written() -> None:
+    async def ship(code: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]) -> str:
+        """Ship to an airport."""
+        return code
+
+    error = await fail([ship], pick("ship", code="abc"))
+
+    assert error.kind == "type_mismatch"
+    assert "^[A-Z]{3}$" in error.detail  # the pattern as written, not lowered
