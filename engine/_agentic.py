@@ -13,6 +13,8 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
+from tenacity import AsyncRetrying
+
 from engine._context import RUNTIME_PARAMS, current_node, current_runtime
 from engine._decision._params import AGENTIC_ATTR
 from engine._policies import step_policy
@@ -20,8 +22,6 @@ from engine._trace import Node, Trace
 
 if TYPE_CHECKING:
     from contextvars import Token
-
-    from tenacity import AsyncRetrying
 
 __all__ = ["agentic_function"]
 
@@ -132,7 +132,12 @@ def _step_policy(retry: Retry) -> AsyncRetrying | None:
     if retry is True:
         return step_policy()
     if isinstance(retry, int):
-        return step_policy(attempts=retry)
+        return step_policy(attempts=retry)  # checks the number
+    if not isinstance(retry, AsyncRetrying):
+        raise TypeError(
+            "retry= takes True, a number of attempts or a tenacity AsyncRetrying policy "
+            f"(see engine.step_policy), got {retry!r}"
+        )
     return retry
 
 

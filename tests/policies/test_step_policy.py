@@ -93,6 +93,21 @@ def test_agentic_function_retry_forms_build_a_step_policy() -> None:
     assert getattr(plain, AGENTIC_ATTR)["retry"] is None
 
 
+@pytest.mark.parametrize(
+    ("retry", "error"),
+    [("x", TypeError), (1.5, TypeError), (0, ValueError), (-2, ValueError)],
+    ids=["text", "float", "zero", "negative"],
+)
+def test_agentic_function_retry_that_is_no_policy_is_refused_at_decoration(
+    retry: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match=r"retry=|attempts"):
+
+        @agentic_function(retry=retry)  # type: ignore[arg-type]
+        async def step(x: int) -> int:
+            return x
+
+
 async def test_a_retryable_step_runs_again_until_it_succeeds() -> None:
     store = MemoryStore()
     eng = Engine(model=ScriptedModel([pick("flaky_refund")]), store=store)
