@@ -25,6 +25,7 @@ import anyio
 from engine._errors import JournalError
 from engine.store import _postgres_io as io
 from engine.store import _postgres_sql as sql
+from engine.store._checks import trace_json
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ class PostgresStore:
         transaction (nothing is written when the compare-and-set loses: a takeover raised the
         version, so a worker that lost the run cannot record its outcome)."""
         new = run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
-        body = None if trace is None else sql.to_json(trace, f"the trace of run {run.run_id!r}")
+        body = None if trace is None else trace_json(run.run_id, trace)
         ((won,),) = await self._write(sql.finish_run(new, expected_version, records, body))
         return new if won else None
 
@@ -174,7 +175,7 @@ class PostgresStore:
 
     async def save_trace(self, run_id: str, trace: dict[str, Any]) -> None:
         """Store the run's trace (replacing an earlier one)."""
-        await self._write(sql.save_trace(run_id, sql.to_json(trace, f"the trace of {run_id!r}")))
+        await self._write(sql.save_trace(run_id, trace_json(run_id, trace)))
 
     async def load_trace(self, run_id: str) -> dict[str, Any] | None:
         """Return the run's stored trace, or ``None``."""

@@ -14,9 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, cast
 
-import pydantic_core
-
-from engine._errors import JournalError, RunConflictError
+from engine._errors import RunConflictError
+from engine.store._checks import record_json, run_json
 from engine.store._types import JournalRecord, Run
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "run_params",
     "save_dispatch",
     "save_trace",
-    "to_json",
     "trace_of",
     "update_run",
 ]
@@ -318,10 +316,7 @@ def run_params(run: Run) -> dict[str, Any]:
     Raises:
         JournalError: The run holds a value that is not JSON.
     """
-    try:
-        body = run.model_dump_json()
-    except pydantic_core.PydanticSerializationError as exc:
-        raise JournalError(f"run {run.run_id!r} holds a value that is not JSON: {exc}") from exc
+    body = run_json(run)
     return {
         "run_id": run.run_id,
         "status": run.status,
@@ -342,14 +337,6 @@ def _record_params(run_id: str, records: Sequence[JournalRecord]) -> dict[str, A
         "kinds": [r.kind for r in records],
         "fingerprints": [r.fingerprint for r in records],
         "actors": [r.actor for r in records],
-        "data": [to_json(r.data, f"journal record {r.key!r} of run {run_id!r}") for r in records],
+        "data": [record_json(run_id, r) for r in records],
         "created": [r.created_at for r in records],
     }
-
-
-def to_json(value: object, what: str) -> str:
-    """Return ``value`` as JSON text; a ``JournalError`` naming ``what`` when it is not JSON."""
-    try:
-        return pydantic_core.to_json(value).decode()
-    except pydantic_core.PydanticSerializationError as exc:
-        raise JournalError(f"{what} holds a value that is not JSON: {exc}") from exc

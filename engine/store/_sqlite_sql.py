@@ -13,9 +13,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, cast
 
-import pydantic_core
-
 from engine._errors import JournalError, RunConflictError
+from engine.store._checks import record_json, run_json, trace_json
 from engine.store._memory import prune_victims
 from engine.store._types import JournalRecord, Run
 
@@ -32,7 +31,6 @@ __all__ = [
     "select_journal",
     "select_runs",
     "select_trace",
-    "to_json",
     "trace_body",
     "update_run",
     "upsert_trace",
@@ -259,10 +257,7 @@ def run_row(run: Run) -> RunRow:
     Raises:
         JournalError: The run holds a value that is not JSON.
     """
-    try:
-        body = run.model_dump_json()
-    except pydantic_core.PydanticSerializationError as exc:
-        raise JournalError(f"run {run.run_id!r} holds a value that is not JSON: {exc}") from exc
+    body = run_json(run)
     return (
         run.status,
         run.flow,
@@ -278,10 +273,7 @@ def run_row(run: Run) -> RunRow:
 
 def journal_row(run_id: str, record: JournalRecord) -> JournalRow:
     """Return the record's row, its data as JSON text (a ``JournalError`` when it is not)."""
-    try:
-        data = pydantic_core.to_json(record.data).decode()
-    except pydantic_core.PydanticSerializationError:  # named only now: the usual case is fine
-        data = to_json(record.data, f"journal record {record.key!r} of run {run_id!r}")
+    data = record_json(run_id, record)
     return (
         run_id,
         record.key,
@@ -295,15 +287,4 @@ def journal_row(run_id: str, record: JournalRecord) -> JournalRow:
 
 def trace_body(run_id: str, trace: dict[str, Any]) -> str:
     """Return a run's trace as JSON text (a ``JournalError`` when it is not JSON)."""
-    try:
-        return pydantic_core.to_json(trace).decode()
-    except pydantic_core.PydanticSerializationError:  # named only now: the usual case is fine
-        return to_json(trace, f"the trace of run {run_id!r}")
-
-
-def to_json(value: object, what: str) -> str:
-    """Return ``value`` as JSON text; a ``JournalError`` naming ``what`` when it is not JSON."""
-    try:
-        return pydantic_core.to_json(value).decode()
-    except pydantic_core.PydanticSerializationError as exc:
-        raise JournalError(f"{what} holds a value that is not JSON: {exc}") from exc
+    return trace_json(run_id, trace)
