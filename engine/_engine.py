@@ -319,7 +319,12 @@ class Engine:
     async def prune(
         self, *, older_than_s: float | None = None, keep_last: int | None = None
     ) -> int:
-        """Delete finished runs by age or beyond the newest ``keep_last``; return how many."""
+        """Delete finished runs by age or beyond the newest ``keep_last``; return how many.
+
+        Raises:
+            ValueError: ``older_than_s`` or ``keep_last`` is negative (or not a number); the
+                store is left as it was.
+        """
         return await self.store.prune(older_than_s=older_than_s, keep_last=keep_last)
 
     # -- resuming ------------------------------------------------------------------------------

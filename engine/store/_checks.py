@@ -1,4 +1,4 @@
-"""What every store checks the same way: every value it keeps is JSON.
+"""What every store checks the same way: every value it keeps is JSON, prune's rules sane.
 
 Each store turns what it keeps into JSON text here, so a value that is not JSON is the same
 :class:`~engine.JournalError` whichever store refuses it, and nothing of the write is stored.
@@ -6,6 +6,7 @@ Each store turns what it keeps into JSON text here, so a value that is not JSON 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pydantic_core
@@ -13,7 +14,7 @@ import pydantic_core
 from engine._errors import JournalError
 from engine.store._types import JournalRecord, Run
 
-__all__ = ["record_json", "run_json", "trace_json"]
+__all__ = ["check_prune", "record_json", "run_json", "trace_json"]
 
 
 def run_json(run: Run) -> str:
@@ -42,6 +43,28 @@ def trace_json(run_id: str, trace: dict[str, Any]) -> str:
         return pydantic_core.to_json(trace).decode()
     except pydantic_core.PydanticSerializationError as exc:
         raise _not_json(f"the trace of run {run_id!r}", exc) from exc
+
+
+def check_prune(older_than_s: float | None, keep_last: int | None) -> None:
+    """Refuse prune rules that would delete what the caller did not mean to.
+
+    Raises:
+        ValueError: ``older_than_s`` is not a number >= 0, or ``keep_last`` not an integer
+            >= 0 (a negative ``keep_last`` would keep no run at all).
+    """
+    if older_than_s is not None and (
+        isinstance(older_than_s, bool)
+        or not isinstance(older_than_s, int | float)
+        or math.isnan(older_than_s)
+        or older_than_s < 0
+    ):
+        raise ValueError(
+            f"older_than_s must be a number >= 0 (seconds), or None, got {older_than_s!r}"
+        )
+    if keep_last is not None and (
+        isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0
+    ):
+        raise ValueError(f"keep_last must be an integer >= 0, or None, got {keep_last!r}")
 
 
 def _not_json(what: str, exc: Exception) -> JournalError:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from engine._errors import RunConflictError
-from engine.store._checks import record_json, run_json, trace_json
+from engine.store._checks import check_prune, record_json, run_json, trace_json
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 __all__ = ["MemoryStore"]
@@ -155,6 +155,7 @@ class MemoryStore:
         statuses: Sequence[RunStatus] = PRUNABLE,
     ) -> int:
         """Delete old finished runs; see :meth:`engine.store.Store.prune`."""
+        check_prune(older_than_s, keep_last)
         self._check_open()
         done = sorted(
             (r for r in self._runs.values() if r.status in statuses),

@@ -25,7 +25,7 @@ import anyio
 from engine._errors import JournalError
 from engine.store import _postgres_io as io
 from engine.store import _postgres_sql as sql
-from engine.store._checks import trace_json
+from engine.store._checks import check_prune, trace_json
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 if TYPE_CHECKING:
@@ -196,6 +196,7 @@ class PostgresStore:
         statuses: Sequence[RunStatus] = PRUNABLE,
     ) -> int:
         """Delete old finished runs, in one statement; see :meth:`engine.store.Store.prune`."""
+        check_prune(older_than_s, keep_last)
         if older_than_s is None and keep_last is None:
             return 0
         ((count,),) = await self._write(sql.prune(statuses, older_than_s, keep_last))

@@ -26,6 +26,7 @@ import anyio.to_thread
 
 from engine._errors import JournalError
 from engine.store import _sqlite_sql as sql
+from engine.store._checks import check_prune
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 __all__ = ["Durability", "SQLiteStore"]
@@ -207,6 +208,7 @@ class SQLiteStore:
         statuses: Sequence[RunStatus] = PRUNABLE,
     ) -> int:
         """Delete old finished runs, in one transaction; see :meth:`engine.store.Store.prune`."""
+        check_prune(older_than_s, keep_last)
         return await self._write(
             partial(sql.prune, tuple(statuses), older_than_s=older_than_s, keep_last=keep_last)
         )

@@ -180,6 +180,10 @@ class Store(Protocol):
 
         A run is deleted when it finished more than ``older_than_s`` seconds ago, or when it
         is not among the newest ``keep_last`` such runs; both rules apply when both are given.
+
+        Raises:
+            ValueError: ``older_than_s`` is not a number >= 0, or ``keep_last`` not an integer
+                >= 0; nothing is deleted.
         """
         ...
 

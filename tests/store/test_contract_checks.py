@@ -131,6 +131,29 @@ async def test_a_caller_changing_what_it_read_changes_nothing_stored(store: Stor
     assert await store.load_trace("r1") == {"nodes": [1]}
 
 
+# -- prune's arguments -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        pytest.param({"keep_last": -1}, r"keep_last must be an integer >= 0.* got -1", id="keep"),
+        pytest.param({"keep_last": 1.5}, r"keep_last must be an integer", id="keep-float"),
+        pytest.param({"keep_last": True}, r"keep_last must be an integer", id="keep-bool"),
+        pytest.param({"older_than_s": -1.0}, r"older_than_s must be a number >= 0", id="age"),
+        pytest.param({"older_than_s": float("nan")}, r"older_than_s must be a", id="age-nan"),
+        pytest.param({"older_than_s": "1h"}, r"older_than_s must be a number", id="age-str"),
+    ],
+)
+async def test_prune_with_a_bad_rule_raises_and_deletes_nothing(
+    store: Store, kwargs: dict[str, Any], match: str
+) -> None:
+    await store.create_run(new_run("done", status="completed", finished_at=1.0))
+    with pytest.raises(ValueError, match=match):
+        await store.prune(**kwargs)
+    assert [r.run_id for r in await store.list_runs()] == ["done"]
+
+
 # -- after close -------------------------------------------------------------------------------
 
 CALLS: dict[str, Callable[[Store], Awaitable[object]]] = {

@@ -1,0 +1,54 @@
+"""What the engine refuses before it touches the store: bad prune rules, bad run ids."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import support_flows as sf
+
+from engine import Engine
+from engine.models import ScriptedModel
+from engine.store import MemoryStore, SQLiteStore, Store
+
+GO = '{"call": "go", "args": {"item": "box"}}'
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    s: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "runs.db")
+    yield s
+    await s.close()
+
+
+async def finished(eng: Engine, *run_ids: str) -> None:
+    for run_id in run_ids:
+        run = await eng.run(sf.fragile_flow, run_id, run_id=run_id)
+        assert run.status == "completed"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        pytest.param({"keep_last": -1}, "keep_last must be an integer >= 0", id="keep-last"),
+        pytest.param({"older_than_s": -5.0}, "older_than_s must be a number >= 0", id="age"),
+        pytest.param({"older_than_s": 60.0, "keep_last": -1}, "keep_last must be", id="one-of-two"),
+    ],
+)
+async def test_engine_prune_with_a_negative_rule_raises_and_deletes_nothing(
+    store: Store, kwargs: dict[str, Any], match: str
+) -> None:
+    eng = Engine(model=ScriptedModel([GO] * 2), store=store)
+    await finished(eng, "r1", "r2")
+    with pytest.raises(ValueError, match=match):
+        await eng.prune(**kwargs)
+    assert {r.run_id for r in await eng.list_runs()} == {"r1", "r2"}
+
+
+async def test_engine_prune_keep_last_zero_deletes_every_finished_run(store: Store) -> None:
+    eng = Engine(model=ScriptedModel([GO] * 2), store=store)
+    await finished(eng, "r1", "r2")
+    assert await eng.prune(keep_last=0) == 2
+    assert await eng.list_runs() == []
