@@ -150,10 +150,16 @@ class Engine:
         """Run ``flow(*args, **kwargs)`` as a durable run and return the stored :class:`Run`.
 
         An existing ``run_id`` returns the stored run whatever its status, without running
-        or resuming it. A ``DecisionError`` suspends the run and any other exception fails
-        it: both are returned, not raised (see ``docs/retries.md`` for every outcome).
+        or resuming it; ``None`` makes a new id. A ``DecisionError`` suspends the run and any
+        other exception fails it: both are returned, not raised (see ``docs/retries.md`` for
+        every outcome).
+
+        Raises:
+            ValueError: ``run_id`` is not a non-empty string (nothing is stored).
         """
-        return await self._start(flow, args, kwargs, run_id or uuid.uuid4().hex, self.timeout_s)
+        if run_id is None:
+            run_id = uuid.uuid4().hex
+        return await self._start(flow, args, kwargs, run_id, self.timeout_s)
 
     async def run_many(
         self,
@@ -263,6 +269,12 @@ class Engine:
         timeout_s: float | None,
     ) -> Run:
         """Create the run and execute it; apply the run policy to how it ended."""
+        if not isinstance(run_id, str) or not run_id:
+            # An empty id would be one run for every caller that passed it.
+            raise ValueError(
+                f"a run id must be a non-empty string, got {run_id!r} (leave run_id out for "
+                "new ids)"
+            )
         name = self._flows.remember(flow)
         async with self._slot():
             run, created = await self._executor.start(

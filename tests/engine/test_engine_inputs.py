@@ -23,6 +23,11 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     await s.close()
 
 
+@pytest.fixture(autouse=True)
+def _reset_flows() -> None:
+    sf.EFFECTS.clear()
+
+
 async def finished(eng: Engine, *run_ids: str) -> None:
     for run_id in run_ids:
         run = await eng.run(sf.fragile_flow, run_id, run_id=run_id)
@@ -51,4 +56,37 @@ async def test_engine_prune_keep_last_zero_deletes_every_finished_run(store: Sto
     eng = Engine(model=ScriptedModel([GO] * 2), store=store)
     await finished(eng, "r1", "r2")
     assert await eng.prune(keep_last=0) == 2
+    assert await eng.list_runs() == []
+
+
+@pytest.mark.parametrize(
+    "run_id",
+    [pytest.param("", id="empty"), pytest.param(7, id="int"), pytest.param(b"r1", id="bytes")],
+)
+async def test_engine_run_with_a_run_id_that_is_not_a_non_empty_string_raises(
+    store: Store, run_id: Any
+) -> None:
+    eng = Engine(model=ScriptedModel([GO]), store=store)
+    with pytest.raises(ValueError, match="a run id must be a non-empty string, got"):
+        await eng.run(sf.fragile_flow, "t1", run_id=run_id)
+    assert await eng.list_runs() == []
+    assert sf.EFFECTS == []
+
+
+async def test_engine_run_without_a_run_id_makes_a_new_one_each_time(store: Store) -> None:
+    eng = Engine(model=ScriptedModel([GO] * 2), store=store)
+    first = await eng.run(sf.fragile_flow, "t1")
+    second = await eng.run(sf.fragile_flow, "t1")
+    assert first.run_id != second.run_id
+    assert len(await eng.list_runs()) == 2
+
+
+@pytest.mark.parametrize("run_id", [pytest.param("", id="empty"), pytest.param(None, id="none")])
+async def test_engine_run_many_with_a_run_id_function_giving_no_id_raises(
+    store: Store, run_id: Any
+) -> None:
+    eng = Engine(model=ScriptedModel([GO]), store=store)
+    with pytest.raises(ExceptionGroup) as info:  # the batch's task group wraps it
+        await eng.run_many(sf.fragile_flow, ["t1"], run_id=lambda item: run_id)
+    assert info.group_contains(ValueError, match="a run id must be a non-empty string, got")
     assert await eng.list_runs() == []
