@@ -25,8 +25,9 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
     """Run branches concurrently and return their results in argument order.
 
     Each branch is an awaitable or a zero-argument async callable. When a branch raises, the
-    others are cancelled and the exception of the lowest-numbered failed branch propagates
-    as is (never wrapped in an exception group), so a ``DecisionError`` still suspends the run.
+    others are cancelled and its exception propagates as is (never wrapped in an exception
+    group), so a ``DecisionError`` still suspends the run. An error another branch raises
+    while it is being cancelled is not taken for the failure.
     """
     parent = current_node.get()
     group = parent.child("branch", "gather") if parent is not None else None
@@ -35,7 +36,7 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
         for i in builtins.range(len(branches))
     ]
     results: list[Any] = [None] * len(branches)
-    errors: dict[int, BaseException] = {}
+    failed: list[BaseException] = []  # the first failure only
 
     async def one(index: int, branch: Awaitable[T] | Callable[[], Awaitable[T]]) -> None:
         node = nodes[index]
@@ -49,8 +50,9 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
         except Exception as exc:
             if node is not None:
                 node.fail(exc)
-            errors[index] = exc
-            tg.cancel_scope.cancel()
+            if not tg.cancel_scope.cancel_called:  # else: raised by the cancel's cleanup
+                failed.append(exc)
+                tg.cancel_scope.cancel()
 
     try:
         async with anyio.create_task_group() as tg:
@@ -58,9 +60,9 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
                 tg.start_soon(one, index, branch)
     finally:
         if group is not None:
-            group.close("error" if errors else "ok")
-    if errors:
-        raise errors[min(errors)]
+            group.close("error" if failed else "ok")
+    if failed:
+        raise failed[0]
     return results
 
 

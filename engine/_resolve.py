@@ -82,12 +82,24 @@ async def resolve(
     return result
 
 
-async def call_option(fn: Callable[..., Any], kwargs: dict[str, Any], is_async: bool) -> Any:
-    """Call a picked function option with its bound arguments and return its result."""
+async def call_option(
+    fn: Callable[..., Any],
+    kwargs: dict[str, Any],
+    is_async: bool,
+    *,
+    abandon_on_cancel: bool = False,
+) -> Any:
+    """Call a picked function option with its bound arguments and return its result.
+
+    A plain ``def`` runs on a worker thread; with ``abandon_on_cancel`` a cancel does not
+    wait for it to return (it finishes on its thread, its result unused).
+    """
     if is_async:
         return await fn(**kwargs)
     # A plain def may block; run it on a worker thread so other runs keep going.
-    result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+    result = await anyio.to_thread.run_sync(
+        functools.partial(fn, **kwargs), abandon_on_cancel=abandon_on_cancel
+    )
     if inspect.isawaitable(result):
         result = await result
     return result

@@ -12,7 +12,7 @@ from the tools, so one function cannot run both as a tool call and as the pick.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from engine._context import current_node, current_runtime
 from engine._decision._enforce import tool_parameters
 from engine._decision._extract import RawPick
 from engine._decision._menu import Menu, build_menu
+from engine._decision._picks import plain_args
 from engine._decision._validate import Failure, bind, validate
 from engine._errors import MaxIterationsError
 from engine._hooks import Hooks
@@ -54,9 +55,16 @@ def build_toolset(tools: Sequence[object], options: Menu | None = None) -> Tools
         The toolset, or ``None`` when no tool is left to offer.
 
     Raises:
-        TypeError: A tool is not a function (or a ``(function, description)`` pair).
+        TypeError: ``tools`` is not a list, or a tool is not a function (or a
+            ``(function, description)`` pair).
         ValueError: Two tools share a name, or a tool and a different option share one.
     """
+    if (
+        callable(tools)
+        or isinstance(tools, str | bytes | Mapping)
+        or not isinstance(tools, Iterable)
+    ):
+        raise TypeError(f"tools must be a list of functions, got {tools!r}")
     items = list(tools)
     for index, item in enumerate(items):
         head = item[0] if isinstance(item, tuple) and item else item
@@ -65,14 +73,16 @@ def build_toolset(tools: Sequence[object], options: Menu | None = None) -> Tools
                 f"tools[{index}] must be a function or (function, description), got {item!r}"
             )
     menu = build_menu(items)
+    # A function offered as an option is never also a tool, whatever name either gives it.
+    picked = {id(o.handler) for o in options.options} if options is not None else set()
     withheld: list[str] = []
     kept = []
     for option in menu.options:
         same = options.by_name.get(option.name) if options is not None else None
-        if same is None:
-            kept.append(option)
-        elif same.handler is option.handler:
+        if id(option.handler) in picked:
             withheld.append(option.name)
+        elif same is None:
+            kept.append(option)
         else:
             raise ValueError(
                 f"tool {option.name!r} and the option {option.name!r} are different functions "
@@ -189,7 +199,8 @@ class ToolLoop:
 
     async def _run_tool(self, node: Node, call: ToolCall) -> str:
         try:
-            pick = validate(RawPick(call.name, call.arguments, True, {}), self.tools.menu)
+            args = plain_args(call.arguments)  # a JSON string holding the object, as in a pick
+            pick = validate(RawPick(call.name, args, True, {}), self.tools.menu)
         except Failure as failure:
             node.close("error", failure=failure.kind)
             return f"error: {failure.kind}: {failure.message}"
@@ -220,7 +231,11 @@ async def _call_tool(fn: object, kwargs: dict[str, Any], spec: Any) -> str:
     """Run one tool and return what the model reads: its result, or its error, as text."""
     assert callable(fn)
     try:
-        result = await call_option(fn, kwargs, spec.is_async if spec is not None else False)
+        # A plain def tool still running when the turn's deadline passes is left to finish
+        # on its thread: the turn does not wait for it.
+        result = await call_option(
+            fn, kwargs, spec.is_async if spec is not None else False, abandon_on_cancel=True
+        )
     except Exception as exc:  # any error of a user's tool goes back to the model as data
         return f"error: {type(exc).__name__}: {exc}"
     return _as_text(result)

@@ -8,7 +8,16 @@ import re
 from collections.abc import Callable, Collection
 from typing import NamedTuple
 
-__all__ = ["CALL_KEYS", "MAX_DEPTH", "RawPick", "as_pick", "last_pick", "load_json", "load_literal"]
+__all__ = [
+    "CALL_KEYS",
+    "MAX_DEPTH",
+    "RawPick",
+    "as_pick",
+    "last_pick",
+    "load_json",
+    "load_literal",
+    "plain_args",
+]
 
 MAX_DEPTH = 64
 """Objects and lists nested deeper than this are a parse failure."""
@@ -139,10 +148,10 @@ def _build(obj: dict[str, object], call_key: str) -> RawPick:
         extras = {key: v for key, v in obj.items() if key not in (call_key, args_key)}
     if args_key is None:
         return RawPick(obj[call_key], None, False, extras)
-    return RawPick(obj[call_key], _plain_args(obj[args_key]), True, extras)
+    return RawPick(obj[call_key], plain_args(obj[args_key]), True, extras)
 
 
-def _plain_args(args: object) -> object:
+def plain_args(args: object) -> object:
     """Normalise an args value: null and empty stand for ``{}``, a JSON string is decoded.
 
     Any other value that is no object is kept as it is: validation reports it as bad_args.
