@@ -25,7 +25,7 @@ from engine._branches import gather, map
 from engine._breaker import CircuitBreaker
 from engine._errors import RunConflictError
 from engine._executor import Executor, lease_expired
-from engine._flows import FLOWS, encode_input
+from engine._flows import FLOWS, encode_input, flow_name
 from engine._guard import ProviderGuard
 from engine._hooks import RetryEvent
 from engine._journal import ResumeOrder, ledger_of
@@ -380,12 +380,31 @@ class Engine:
             )
         return await self._after(fn, await self._execute(fn, run, order))
 
-    async def recover(self, *, concurrency: int | None = None) -> list[Run]:
+    async def recover(
+        self, *, concurrency: int | None = None, flows: Iterable[Flow] = ()
+    ) -> list[Run]:
         """Resume every run whose owner stopped renewing its lease (its process died).
 
         A live owner is never displaced: only runs whose lease has run out are taken, each by
-        compare-and-set, so two recovering processes never both resume one run.
+        compare-and-set, so two recovering processes never both resume one run. Each run is
+        recovered on its own: one that cannot be is skipped (a ``recover_skipped`` log event
+        says why) and left as it is for a later call, and the others go on.
+
+        Args:
+            concurrency: Recovered runs in flight at most (the engine's ``concurrency`` caps
+                them too).
+            flows: Flows to look among first, by the name each run recorded, as
+                :meth:`resume`'s ``flow=`` does for one run: needed for a flow defined inside
+                a function. Other flows are found as :meth:`resume` finds them; a run whose
+                flow is found nowhere is skipped.
+
+        Returns:
+            The recovered runs, as each stopped.
+
+        Raises:
+            TypeError: An entry of ``flows`` is not a function (nothing is recovered).
         """
+        given = {flow_name(fn): fn for fn in flows}
         orphans = [
             run
             for status in _ORPHANABLE
@@ -396,12 +415,19 @@ class Engine:
         limiter = anyio.CapacityLimiter(concurrency) if concurrency else None
 
         async def take(run: Run) -> None:
-            fn = self._flows.find(run.flow)
+            try:
+                fn = self._flows.find(run.flow, given.get(run.flow))
+            except LookupError as exc:
+                reason = f"{exc} (or flows= to recover it)"
+                log.warning("recover_skipped", run_id=run.run_id, flow=run.flow, reason=reason)
+                return
             async with limiter if limiter is not None else _NO_LIMIT:
                 try:
                     recovered.append(await self._execute(fn, run, ResumeOrder()))
                 except RunConflictError:
-                    log.info("recover_skipped", run_id=run.run_id)  # another process took it
+                    log.info(
+                        "recover_skipped", run_id=run.run_id, reason="taken by another process"
+                    )
 
         async with anyio.create_task_group() as tg:
             for run in orphans:

@@ -11,8 +11,8 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine._errors import AuthenticationError, ModelError
-from engine.models._sdk import SDKModel
+from engine._errors import ModelError
+from engine.models._sdk import SDKModel, key_or_none, missing_key
 from engine.models._types import (
     ImageBlock,
     Message,
@@ -38,11 +38,12 @@ class AnthropicModel(SDKModel):
 
     Args:
         model: The model id (``"claude-sonnet-4-6"``, ...).
-        api_key: The key; ``ANTHROPIC_API_KEY`` by default.
+        api_key: The key; ``ANTHROPIC_API_KEY`` by default (an empty one counts as none).
         client: A ready ``anthropic.AsyncAnthropic`` to use instead (its own retries are
             turned off: the engine's transport layer retries).
         max_tokens: The reply's token limit when a request sets none (the API needs one).
-        base_url: Another endpoint speaking the same protocol (a proxy, a test server).
+        base_url: Another endpoint speaking the same protocol (a proxy, a test server);
+            ``ANTHROPIC_BASE_URL`` by default. A malformed one is a ``ValueError`` here.
         timeout: Seconds the SDK waits for one HTTP response.
 
     Vendor exceptions never escape: they become our errors, as in
@@ -87,15 +88,11 @@ class AnthropicModel(SDKModel):
                 "AnthropicModel needs the anthropic SDK: pip install 'engine[anthropic]'",
                 provider=_PROVIDER,
             ) from exc
-        api_key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
+        base_url = self._endpoint("ANTHROPIC_BASE_URL", _PROVIDER)
+        api_key = key_or_none(self._api_key) or key_or_none(os.environ.get("ANTHROPIC_API_KEY"))
         if api_key is None:
-            raise AuthenticationError(
-                "no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key=",
-                provider=_PROVIDER,
-            )
-        return anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
-        )
+            raise missing_key("Anthropic", "ANTHROPIC_API_KEY")
+        return self._build(anthropic.AsyncAnthropic, _PROVIDER, api_key=api_key, base_url=base_url)
 
     def _params(self, request: Request) -> dict[str, Any]:
         system = "\n\n".join(m.text for m in request.messages if m.role == "system")

@@ -12,9 +12,9 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine._errors import AuthenticationError, ModelError
+from engine._errors import ModelError
 from engine._errors import ProviderUnavailableError as _Unavailable
-from engine.models._sdk import SDKModel
+from engine.models._sdk import SDKModel, key_or_none, missing_key
 from engine.models._types import (
     ImageBlock,
     Message,
@@ -43,8 +43,10 @@ class OpenAIModel(SDKModel):
     Args:
         model: The model id (``"gpt-4o-mini"``, or what a local server calls its model).
         base_url: The server's ``/v1`` URL; ``OPENAI_BASE_URL`` or OpenAI's API by default.
-        api_key: The key; ``OPENAI_API_KEY`` by default. A server at another ``base_url``
-            that needs no key gets a placeholder.
+            One that is not an ``http(s)`` URL with a host and a valid port is a
+            ``ValueError`` here (from ``OPENAI_BASE_URL``, a ``ModelError`` at the call).
+        api_key: The key; ``OPENAI_API_KEY`` by default (an empty one counts as none). A
+            server at another ``base_url`` that needs no key gets a placeholder.
         client: A ready ``openai.AsyncOpenAI`` to use instead (its own retries are turned
             off: the engine's transport layer retries).
         enforce: Whether the server honours ``response_format`` ``json_schema``, so picks
@@ -110,17 +112,13 @@ class OpenAIModel(SDKModel):
                 "OpenAIModel needs the openai SDK: pip install 'engine[openai]'",
                 provider=_PROVIDER,
             ) from exc
-        base_url = self.base_url or os.environ.get("OPENAI_BASE_URL")
-        api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        base_url = self._endpoint("OPENAI_BASE_URL", _PROVIDER)
+        api_key = key_or_none(self._api_key) or key_or_none(os.environ.get("OPENAI_API_KEY"))
         if api_key is None and base_url and "api.openai.com" not in base_url:
             api_key = _LOCAL_KEY
         if api_key is None:
-            raise AuthenticationError(
-                "no OpenAI API key: set OPENAI_API_KEY or pass api_key=", provider=_PROVIDER
-            )
-        return openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout
-        )
+            raise missing_key("OpenAI", "OPENAI_API_KEY")
+        return self._build(openai.AsyncOpenAI, _PROVIDER, api_key=api_key, base_url=base_url)
 
     def _params(self, request: Request) -> dict[str, Any]:
         params: dict[str, Any] = {

@@ -3,11 +3,16 @@ whose vendor exceptions become ours, and closing what was opened."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Self
+from urllib.parse import urlsplit
 
-__all__ = ["SDKModel"]
+from engine._errors import AuthenticationError, ModelError
+from engine.models._wire import short
+
+__all__ = ["SDKModel", "key_or_none", "missing_key", "url_problem"]
 
 Translate = Callable[[Exception], Exception | None]
 
@@ -24,6 +29,9 @@ class SDKModel:
         base_url: str | None,
         timeout: float,
     ) -> None:
+        base_url = base_url or None  # "" is no URL, as before: the default endpoint
+        if base_url is not None and (problem := url_problem(base_url)):
+            raise ValueError(f"base_url {base_url!r} {problem}")
         self.name = model
         self.model = model
         self.base_url = base_url
@@ -44,6 +52,28 @@ class SDKModel:
     def _open(self) -> Any:
         """Make a new SDK client from the model's settings and the environment."""
         raise NotImplementedError
+
+    def _build(
+        self, make: Callable[..., Any], provider: str, *, api_key: str, base_url: str | None
+    ) -> Any:
+        """Make the SDK client; what its constructor raises becomes our error."""
+        try:
+            return make(api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout)
+        except Exception as exc:
+            where = f" for base_url {base_url!r}" if base_url else ""
+            raise ModelError(
+                f"could not set up the {provider} client{where}: {short(str(exc))}",
+                provider=provider,
+            ) from exc
+
+    def _endpoint(self, variable: str, provider: str) -> str | None:
+        """Return the ``base_url`` given, else the one ``variable`` sets, checked."""
+        if self.base_url is not None:
+            return self.base_url
+        url = os.environ.get(variable) or None
+        if url is not None and (problem := url_problem(url)):
+            raise ModelError(f"{variable} {url!r} {problem}", provider=provider)
+        return url
 
     async def _send(
         self, create: Callable[..., Awaitable[Any]], params: dict[str, Any], translate: Translate
@@ -70,3 +100,31 @@ class SDKModel:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def missing_key(provider: str, variable: str) -> AuthenticationError:
+    """Return the error for a model with no key: none given, and ``variable`` unset or empty."""
+    return AuthenticationError(
+        f"no {provider} API key: set {variable} or pass api_key=", provider=provider.lower()
+    )
+
+
+def key_or_none(key: str | None) -> str | None:
+    """Return ``key``, or ``None`` for a missing, empty or blank one."""
+    return key if key and key.strip() else None
+
+
+def url_problem(url: str) -> str | None:
+    """Say what is wrong with an endpoint URL, or return ``None`` when nothing is.
+
+    The check is what an HTTP client needs before it connects: an ``http(s)`` scheme, a
+    host, and a port in range (a bad port otherwise escapes the SDKs as a raw error).
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (reading it checks the port)
+    except ValueError as exc:
+        return f"is not a valid URL ({exc}); write one such as 'http://localhost:8000/v1'"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "is not an http(s) URL with a host; write one such as 'http://localhost:8000/v1'"
+    return None

@@ -15,8 +15,10 @@ from engine import (
     BadRequestError,
     DeadlineExceeded,
     DecisionError,
+    ModelError,
     ProviderUnavailableError,
     RateLimitError,
+    RetryableModelError,
     Runtime,
     decision,
     transport_policy,
@@ -294,3 +296,38 @@ async def test_anthropic_given_client_has_its_retries_turned_off(server: Provide
         await client.close()
 
     assert len(server.requests) == 1
+
+
+async def test_anthropic_empty_key_is_a_missing_key(
+    server: ProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
+    model = AnthropicModel("claude-test", base_url=server.url)
+
+    with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
+        await model.complete(Request(messages=[Message.of("user", "Hi")]))
+
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        pytest.param("http://127.0.0.1:99999", id="port-out-of-range"),
+        pytest.param("ftp://127.0.0.1", id="not-http"),
+    ],
+)
+def test_anthropic_bad_base_url_is_a_value_error(base_url: str) -> None:
+    with pytest.raises(ValueError, match="base_url"):
+        AnthropicModel("claude-test", base_url=base_url, api_key="k")
+
+
+async def test_anthropic_bad_base_url_from_the_environment_is_a_model_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:99999")
+
+    with pytest.raises(ModelError, match="ANTHROPIC_BASE_URL") as info:
+        await AnthropicModel("c", api_key="k").complete(Request(messages=[Message.of("user", "")]))
+
+    assert not isinstance(info.value, RetryableModelError)

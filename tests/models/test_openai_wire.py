@@ -17,8 +17,10 @@ from engine import (
     BadRequestError,
     DeadlineExceeded,
     DecisionError,
+    ModelError,
     ProviderUnavailableError,
     RateLimitError,
+    RetryableModelError,
     Runtime,
     decision,
     transport_policy,
@@ -350,3 +352,69 @@ def test_openai_enforcement_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert OpenAIModel("llama", base_url="http://localhost:11434/v1").enforcement is None
     assert OpenAIModel("llama", base_url="http://x/v1", enforce=True).enforcement == "json_schema"
     assert OpenAIModel("gpt-4o-mini", enforce=False).enforcement is None
+
+
+# -- keys, URLs and client set-up ------------------------------------------------------------
+
+
+async def test_openai_empty_key_is_a_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+    with pytest.raises(AuthenticationError, match="OPENAI_API_KEY"):
+        await Runtime(OpenAIModel("gpt-4o-mini")).exec("hi")
+
+
+async def test_openai_empty_key_for_a_local_server_sends_the_placeholder(
+    server: ProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    server.queue(Reply(completion("ok")))
+
+    async with OpenAIModel("gpt-test", base_url=f"{server.url}/v1", api_key="") as m:
+        response = await m.complete(Request(messages=[Message.of("user", "Hi")]))
+
+    assert response.text == "ok"
+    assert server.requests[0].headers["authorization"] == "Bearer not-needed"
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        pytest.param("http://127.0.0.1:99999/v1", id="port-out-of-range"),
+        pytest.param("http://127.0.0.1:port/v1", id="port-not-a-number"),
+        pytest.param("ftp://127.0.0.1/v1", id="not-http"),
+        pytest.param("localhost:8000/v1", id="no-scheme"),
+    ],
+)
+def test_openai_bad_base_url_is_a_value_error(base_url: str) -> None:
+    with pytest.raises(ValueError, match="base_url"):
+        OpenAIModel("m", base_url=base_url, api_key="k")
+
+
+async def test_openai_bad_base_url_from_the_environment_is_a_model_error(
+    monkeypatch: pytest.MonkeyPatch, sleeps: Sleeps
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:99999/v1")
+    runtime = Runtime(OpenAIModel("m", api_key="k"), transport=transport_policy(sleep=sleeps))
+
+    with pytest.raises(ModelError, match="OPENAI_BASE_URL") as info:
+        await runtime.exec("hi")
+
+    assert not isinstance(info.value, RetryableModelError)
+    assert sleeps.waits == []
+
+
+async def test_openai_client_set_up_errors_become_model_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(**settings: Any) -> openai.AsyncOpenAI:
+        raise openai.OpenAIError("the client settings are inconsistent")
+
+    monkeypatch.setattr(openai, "AsyncOpenAI", refuse)
+    model = OpenAIModel("m", base_url="http://127.0.0.1:8000/v1", api_key="k")
+
+    with pytest.raises(ModelError, match="settings are inconsistent") as info:
+        await model.complete(Request(messages=[Message.of("user", "Hi")]))
+
+    assert isinstance(info.value.__cause__, openai.OpenAIError)

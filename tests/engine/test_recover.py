@@ -1,0 +1,111 @@
+"""Recovery of orphaned runs: each is taken over alone, and one that cannot be is skipped."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import structlog
+import support_flows as sf
+
+from engine import Engine, Runtime, agentic_function, decision
+from engine._flows import flow_name
+from engine.models import ScriptedModel
+from engine.store import MemoryStore, Run, SQLiteStore, Store
+
+GO = '{"call": "go", "args": {"item": "box"}}'
+GONE = "gone_module:flow"
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    s: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "runs.db")
+    yield s
+    await s.close()
+
+
+@pytest.fixture(autouse=True)
+def _reset_flows() -> None:
+    sf.EFFECTS.clear()
+
+
+async def orphan(store: Store, run_id: str, flow: str) -> Run:
+    """Store a run as a process that died mid-run leaves it: running, its lease run out."""
+    now = time.time()
+    run = Run(
+        run_id=run_id,
+        flow=flow,
+        status="running",
+        input={"args": [run_id], "kwargs": {}},
+        owner="dead-worker",
+        lease_expires_at=now - 1,
+        started_at=now - 2,
+    )
+    stored, _ = await store.create_run(run)
+    return stored
+
+
+async def test_recover_resumes_the_orphans_it_can_and_skips_one_whose_flow_is_gone(
+    store: Store,
+) -> None:
+    await orphan(store, "a1", flow_name(sf.fragile_flow))
+    gone = await orphan(store, "gone", GONE)
+    await orphan(store, "a2", flow_name(sf.fragile_flow))
+    eng = Engine(model=ScriptedModel([GO] * 2), store=store)
+
+    with structlog.testing.capture_logs() as logs:
+        recovered = await eng.recover()
+
+    assert sorted((r.run_id, r.status) for r in recovered) == [
+        ("a1", "completed"),
+        ("a2", "completed"),
+    ]
+    assert sorted(sf.EFFECTS) == ["fragile:box", "fragile:box"]
+    assert await eng.get("gone") == gone  # left exactly as it was, for a later recover
+    [skipped] = [e for e in logs if e["event"] == "recover_skipped"]
+    assert skipped["log_level"] == "warning"
+    assert skipped["run_id"] == "gone"
+    assert skipped["flow"] == GONE
+    assert "cannot find flow 'gone_module:flow'" in skipped["reason"]
+
+
+async def test_recover_with_only_unfindable_orphans_recovers_nothing(store: Store) -> None:
+    gone = await orphan(store, "gone", GONE)
+    eng = Engine(model=ScriptedModel([]), store=store)
+    assert await eng.recover() == []
+    assert await eng.get("gone") == gone
+
+
+async def test_recover_finds_a_flow_defined_inside_a_function_among_flows(store: Store) -> None:
+    @agentic_function
+    async def local(ticket: str, runtime: Runtime | None = None) -> str:
+        verdict: str = await decision.make(f"Close {ticket}?", ["close", "keep"])
+        return verdict
+
+    # A name of its own: the flows a process has run stay known to it, across tests too.
+    local.__qualname__ += f"_{uuid.uuid4().hex}"
+    await orphan(store, "l1", flow_name(local))
+    await orphan(store, "a1", flow_name(sf.fragile_flow))
+
+    first = await Engine(model=ScriptedModel([GO]), store=store).recover()
+    assert [(r.run_id, r.status) for r in first] == [("a1", "completed")]
+    skipped = await store.get_run("l1")
+    assert skipped is not None
+    assert (skipped.status, skipped.owner) == ("running", "dead-worker")
+
+    eng = Engine(model=ScriptedModel(['{"call": "close"}']), store=store)
+    second = await eng.recover(flows=[sf.fragile_flow, local])
+    assert [(r.run_id, r.status, r.result) for r in second] == [("l1", "completed", "close")]
+
+
+async def test_recover_flows_must_be_functions(store: Store) -> None:
+    await orphan(store, "a1", flow_name(sf.fragile_flow))
+    eng = Engine(model=ScriptedModel([]), store=store)
+    with pytest.raises(TypeError, match="a flow must be a function"):
+        await eng.recover(flows=["support_flows:fragile_flow"])  # type: ignore[list-item]
+    stored = await eng.get("a1")
+    assert stored is not None
+    assert stored.owner == "dead-worker"
