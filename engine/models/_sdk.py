@@ -29,7 +29,7 @@ class SDKModel:
         base_url: str | None,
         timeout: float,
     ) -> None:
-        base_url = base_url or None  # "" is no URL, as before: the default endpoint
+        base_url = base_url or None  # an empty base_url means the default endpoint
         if base_url is not None and (problem := url_problem(base_url)):
             raise ValueError(f"base_url {base_url!r} {problem}")
         self.name = model
