@@ -23,7 +23,7 @@ from engine.models._types import (
     ToolCall,
     Usage,
 )
-from engine.models._wire import translate_sdk_error, unwrap_pick
+from engine.models._wire import text_of, translate_sdk_error, unwrap_pick
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -95,7 +95,7 @@ class AnthropicModel(SDKModel):
         return self._build(anthropic.AsyncAnthropic, _PROVIDER, api_key=api_key, base_url=base_url)
 
     def _params(self, request: Request) -> dict[str, Any]:
-        system = "\n\n".join(m.text for m in request.messages if m.role == "system")
+        system = "\n\n".join(text_of(m) for m in request.messages if m.role == "system")
         params: dict[str, Any] = {
             "model": request.model or self.model,
             "max_tokens": request.max_tokens or self.max_tokens,
@@ -149,7 +149,11 @@ def messages(conversation: list[Message]) -> list[dict[str, Any]]:
 def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool":
         return [
-            {"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.text}
+            {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": text_of(message),
+            }
         ]
     blocks = [_part(b) for b in message.content if not (isinstance(b, TextBlock) and not b.text)]
     blocks.extend(

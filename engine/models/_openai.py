@@ -25,7 +25,7 @@ from engine.models._types import (
     ToolCall,
     Usage,
 )
-from engine.models._wire import translate_sdk_error, unwrap_pick
+from engine.models._wire import text_of, translate_sdk_error, unwrap_pick
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -161,12 +161,8 @@ def response_format(enforce: PickSchema) -> dict[str, Any]:
 
 def _message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
-    out: dict[str, Any] = {"role": message.role}
-    if message.role == "user" and any(isinstance(b, ImageBlock) for b in message.content):
-        out["content"] = [_part(b) for b in message.content]
-    else:
-        out["content"] = message.text
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text_of(message)}
+    out: dict[str, Any] = {"role": message.role, "content": _content(message)}
     if message.tool_calls:
         out["tool_calls"] = [
             {
@@ -176,8 +172,21 @@ def _message(message: Message) -> dict[str, Any]:
             }
             for call in message.tool_calls
         ]
-        out["content"] = message.text or None
+        out["content"] = text_of(message) or None
     return out
+
+
+def _content(message: Message) -> str | list[dict[str, Any]]:
+    """Return one text block as a string; a user's several blocks, or an image, as parts."""
+    content = message.content
+    if len(content) == 1 and isinstance(content[0], TextBlock):
+        return content[0].text
+    if message.role != "user":
+        return text_of(message)
+    blocks = [b for b in content if not (isinstance(b, TextBlock) and not b.text)]
+    if not blocks or (len(blocks) == 1 and isinstance(blocks[0], TextBlock)):
+        return text_of(message)
+    return [_part(b) for b in blocks]
 
 
 def _part(block: TextBlock | ImageBlock) -> dict[str, Any]:

@@ -22,9 +22,16 @@ from engine._errors import (
     ProviderUnavailableError,
     RateLimitError,
 )
-from engine.models._types import PickSchema
+from engine.models._types import Message, PickSchema, TextBlock
 
-__all__ = ["error_for_status", "parse_retry_after", "short", "translate_sdk_error", "unwrap_pick"]
+__all__ = [
+    "error_for_status",
+    "parse_retry_after",
+    "short",
+    "text_of",
+    "translate_sdk_error",
+    "unwrap_pick",
+]
 
 _MESSAGE_CHARS = 300
 # Statuses a second attempt may fix besides 429 and 5xx: a request timeout, and a conflict
@@ -126,6 +133,17 @@ def short(text: str) -> str:
     """Cut a provider's message to a bounded length for our error messages."""
     text = " ".join(text.split())
     return text if len(text) <= _MESSAGE_CHARS else text[: _MESSAGE_CHARS - 1] + "…"
+
+
+def text_of(message: Message) -> str:
+    """Return a message's text blocks as one string, kept apart by a blank line.
+
+    For the places a provider takes a string only; :attr:`Message.text` glues the blocks.
+    """
+    content = message.content
+    if len(content) == 1 and isinstance(content[0], TextBlock):
+        return content[0].text
+    return "\n\n".join(b.text for b in content if isinstance(b, TextBlock) and b.text)
 
 
 def unwrap_pick(value: object, enforce: PickSchema) -> str | None:

@@ -23,7 +23,7 @@ from engine import (
     decision,
     transport_policy,
 )
-from engine.models import AnthropicModel, Message, Request
+from engine.models import AnthropicModel, Message, Request, TextBlock
 
 
 def message(
@@ -331,3 +331,15 @@ async def test_anthropic_bad_base_url_from_the_environment_is_a_model_error(
         await AnthropicModel("c", api_key="k").complete(Request(messages=[Message.of("user", "")]))
 
     assert not isinstance(info.value, RetryableModelError)
+
+
+async def test_anthropic_system_blocks_are_kept_apart_by_a_blank_line(
+    server: ProviderServer, model: AnthropicModel
+) -> None:
+    server.queue(Reply(message(text="ok")))
+    two = [TextBlock(text="Be brief."), TextBlock(text="Be kind.")]
+    request = Request(messages=[Message(role="system", content=two), Message.of("user", "Hello")])
+
+    await model.complete(request)
+
+    assert server.requests[0].body["system"] == "Be brief.\n\nBe kind."

@@ -25,6 +25,7 @@ from engine import (
     decision,
     transport_policy,
 )
+from engine.decision import DECISION_FINISH_INSTRUCTION
 from engine.models import ImageBlock, Message, OpenAIModel, Request, TextBlock
 
 
@@ -418,3 +419,35 @@ async def test_openai_client_set_up_errors_become_model_errors(
         await model.complete(Request(messages=[Message.of("user", "Hi")]))
 
     assert isinstance(info.value.__cause__, openai.OpenAIError)
+
+
+# -- content blocks --------------------------------------------------------------------------
+
+
+async def test_openai_exec_choices_sends_the_instruction_as_its_own_part(
+    server: ProviderServer, model: OpenAIModel
+) -> None:
+    server.queue(Reply(completion('{"call": "a"}')))
+
+    assert await Runtime(model).exec("Route the ticket.", choices=["a", "b"]) == "a"
+
+    [user] = server.requests[0].body["messages"]
+    first, second = user["content"]
+    assert first == {"type": "text", "text": "Route the ticket."}
+    assert second["type"] == "text"
+    assert second["text"].startswith(DECISION_FINISH_INSTRUCTION)
+
+
+async def test_openai_text_blocks_of_other_roles_are_kept_apart_by_a_blank_line(
+    server: ProviderServer, model: OpenAIModel
+) -> None:
+    server.queue(Reply(completion("ok")))
+    two = [TextBlock(text="Be brief."), TextBlock(text="Be kind.")]
+    request = Request(messages=[Message(role="system", content=two), Message.of("user", "Hello")])
+
+    await model.complete(request)
+
+    assert server.requests[0].body["messages"] == [
+        {"role": "system", "content": "Be brief.\n\nBe kind."},
+        {"role": "user", "content": "Hello"},
+    ]
