@@ -4,12 +4,15 @@
 so a simulated pick validates exactly as a good model's would. The subset covered is what
 the menu's choice specs use: the JSON types, ``enum``/``const``, ``anyOf``/``oneOf``, one
 ``allOf``, nullable types, ``$ref`` into the root's ``$defs``, arrays (``items``,
-``prefixItems``), objects (``properties``, ``required``, ``additionalProperties``), and the
-usual bounds and string formats.
+``prefixItems``, ``uniqueItems``), objects (``properties``, ``required``,
+``additionalProperties``), the usual bounds, ``multipleOf`` and string formats. A string
+``pattern`` is not followed.
 """
 
 from __future__ import annotations
 
+import decimal
+import math
 import random
 import string
 from typing import Any
@@ -36,6 +39,9 @@ _FORMATS = {
 }
 _MAX_DEPTH = 6
 _OPTIONAL_RATE = 0.5
+# Extra draws a ``uniqueItems`` array may make to reach its ``minItems`` once duplicates are
+# dropped, per item it needs.
+_UNIQUE_DRAWS = 8
 
 
 def fill(schema: dict[str, Any], rng: random.Random, *, root: dict[str, Any] | None = None) -> Any:
@@ -68,6 +74,7 @@ class _Filler:
         return self._typed(schema, _pick_type(schema.get("type"), self.rng, depth), depth)
 
     def _branch(self, branches: list[Any], depth: int) -> Any:
+        branches = _numeric_text_dropped(branches)
         # Deep down, prefer null (or the first branch) so recursive models end.
         if depth >= _MAX_DEPTH:
             nulls = [b for b in branches if isinstance(b, dict) and b.get("type") == "null"]
@@ -116,12 +123,28 @@ class _Filler:
 
     def _number(self, schema: dict[str, Any]) -> float:
         low, high = _bounds(schema, 0.0, 100.0)
+        step = schema.get("multipleOf")
+        if isinstance(step, int | float) and not isinstance(step, bool) and step > 0:
+            return self._multiple(schema, low, high, float(step))
         value = round(self.rng.uniform(low, high), 2)
         if value <= low and "exclusiveMinimum" in schema:
             value = (low + high) / 2
         if value >= high and "exclusiveMaximum" in schema:
             value = (low + high) / 2
         return float(value)
+
+    def _multiple(self, schema: dict[str, Any], low: float, high: float, step: float) -> float:
+        first = math.ceil(low / step)
+        last = math.floor(high / step)
+        if "exclusiveMinimum" in schema and first * step <= low:
+            first += 1
+        if "exclusiveMaximum" in schema and last * step >= high:
+            last -= 1
+        # Rounded to the step's own decimals, so 3 * 0.1 is written 0.3, not
+        # 0.30000000000000004.
+        exponent = decimal.Decimal(repr(step)).as_tuple().exponent
+        places = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+        return float(round(self.rng.randint(first, max(first, last)) * step, places))
 
     def _array(self, schema: dict[str, Any], depth: int) -> list[Any]:
         if isinstance(schema.get("prefixItems"), list):
@@ -130,13 +153,23 @@ class _Filler:
         high = int(schema.get("maxItems", max(low, 3)))
         count = low if depth >= _MAX_DEPTH else self.rng.randint(low, max(low, min(high, low + 3)))
         items = schema.get("items", {})
-        values = [self.value(items, depth + 1) for _ in range(count)]
         if schema.get("uniqueItems"):
-            unique: list[Any] = []
-            for value in values:
-                if value not in unique:
-                    unique.append(value)
-            values = unique
+            return self._unique(items, count, depth)
+        return [self.value(items, depth + 1) for _ in range(count)]
+
+    def _unique(self, items: object, count: int, depth: int) -> list[Any]:
+        """Return ``count`` distinct items, or as many as a bounded number of draws finds.
+
+        A ``set`` must not lose items to de-duplication below its ``minItems``; an item type
+        with fewer values (``set[bool]`` has two) gets all it has.
+        """
+        values: list[Any] = []
+        for _ in range(count + count * _UNIQUE_DRAWS):
+            value = self.value(items, depth + 1)
+            if value not in values:
+                values.append(value)
+                if len(values) == count:
+                    break
         return values
 
     def _object(self, schema: dict[str, Any], depth: int) -> dict[str, Any]:
@@ -150,6 +183,22 @@ class _Filler:
             for _ in range(self.rng.randint(0, 2)):
                 out[self.rng.choice(_WORDS)] = self.value(extra, depth + 1)
         return out
+
+
+def _numeric_text_dropped(branches: list[Any]) -> list[Any]:
+    """Drop a plain string branch that sits beside a number branch.
+
+    Pydantic writes a ``Decimal`` as ``anyOf: [number, string]``, where only a string that
+    holds a number is valid. A number is valid there, and for ``float | str`` too.
+    """
+    if len(branches) < 2 or not any(_is_kind(b, "number") for b in branches):
+        return branches
+    kept = [b for b in branches if not (_is_kind(b, "string") and set(b) <= {"type", "pattern"})]
+    return kept or branches
+
+
+def _is_kind(branch: object, kind: str) -> bool:
+    return isinstance(branch, dict) and branch.get("type") == kind
 
 
 def _pick_type(kind: object, rng: random.Random, depth: int) -> str | None:

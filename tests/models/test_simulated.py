@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import decimal
 import json
 import random
 from collections import Counter
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from engine import (
     DecisionError,
@@ -388,3 +389,59 @@ def test_simulated_wrong_value_has_a_type_the_schema_rejects(
 def _json(response: Any) -> str:
     text = response.text
     return text[text.index("{") : text.rindex("}") + 1]
+
+
+async def half_steps(amount: Annotated[float, Field(multiple_of=0.5, gt=0, le=20)]) -> float:
+    """Take a quantity in half steps."""
+    return amount
+
+
+async def cents(price: Annotated[float, Field(multiple_of=0.01)]) -> float:
+    """Take a price."""
+    return price
+
+
+async def exact(amount: decimal.Decimal, cap: decimal.Decimal | None = None) -> str:
+    """Take a decimal amount."""
+    return str(amount)
+
+
+async def tags(labels: Annotated[set[str], Field(min_length=6)]) -> int:
+    """Take six or more distinct labels."""
+    return len(labels)
+
+
+async def flags(seen: Annotated[set[bool], Field(min_length=2)]) -> int:
+    """Take both booleans."""
+    return len(seen)
+
+
+async def slots(
+    picked: Annotated[frozenset[Annotated[int, Field(ge=0, le=3)]], Field(min_length=4)],
+) -> int:
+    """Take every slot."""
+    return len(picked)
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        pytest.param(half_steps, id="float-multiple-of-half"),
+        pytest.param(cents, id="float-multiple-of-cent"),
+        pytest.param(exact, id="decimal"),
+        pytest.param(tags, id="set-of-str-min-length"),
+        pytest.param(flags, id="set-of-bool-min-length"),
+        pytest.param(slots, id="frozenset-of-small-int-min-length"),
+    ],
+)
+async def test_simulated_fills_constrained_arguments_with_valid_values(option: Any) -> None:
+    choices = [ChoiceSpec(**c) for c in build_menu([option]).choices()]
+
+    for seed in range(60):
+        req = Request(messages=[Message.of("user", "Pick.")], choices=choices)
+        reply = (await SimulatedModel(seed).complete(req)).text
+
+        chosen, kwargs = decision.parse_args(reply, [option])  # raises when invalid
+
+        assert chosen is option
+        assert kwargs
