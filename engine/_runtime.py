@@ -84,7 +84,7 @@ class Runtime:
     ) -> None:
         if enforce not in ("auto", "off", "on"):
             raise ValueError(f"enforce must be 'auto', 'off' or 'on', got {enforce!r}")
-        self.model = model_from_string(model) if isinstance(model, str) else model
+        self.model = model_from_string(model)
         self.system = system
         self.trace = trace if trace is not None else Trace()
         self.transport = transport
@@ -113,7 +113,7 @@ class Runtime:
         choices: object = None,
         tools: Sequence[object] | None = None,
         response_format: dict[str, Any] | None = None,
-        model: Model | None = None,
+        model: Model | str | None = None,
         timeout_s: float | None = None,
         max_iterations: int = 20,
         max_retries: int = 1,
@@ -140,6 +140,8 @@ class Runtime:
             DeadlineExceeded: ``timeout_s`` ran out.
         """
         _check_retries(max_retries)
+        if model is not None:
+            model = model_from_string(model)
         blocks = blocks_of(content)
         menu = build_menu(choices) if choices is not None else None
         toolset = build_toolset(tools, menu) if tools else None
@@ -172,7 +174,7 @@ class Runtime:
         request: Request,
         menu: Menu,
         *,
-        model: Model | None = None,
+        model: Model | str | None = None,
         timeout_s: float | None = None,
         max_retries: int = 1,
         context: Mapping[str, Any] | None = None,
@@ -180,11 +182,14 @@ class Runtime:
         tools: Toolset | None = None,
         max_iterations: int = 20,
     ) -> Any:
-        """Ask ``request`` as a decision over ``menu`` and resolve the pick."""
+        """Ask ``request`` as a decision over ``menu`` and resolve the pick.
+
+        ``model`` (a model or a model string) overrides the runtime's model for this call.
+        """
         if max_retries != 1 or type(max_retries) is not int:  # True and 1.0 are not counts
             _check_retries(max_retries)
         hooks = current_hooks.get()
-        model = model or self.model
+        model = self.model if model is None else model_from_string(model)
         # Most models cannot constrain a reply: then the pick is parsed from text.
         can = self.enforce == "on" or getattr(model, "enforcement", None) is not None
         mode = self._enforcement(model, request) if can else None
