@@ -44,7 +44,15 @@ if TYPE_CHECKING:
 
     from engine._policies import DecisionPolicy
 
-__all__ = ["OnRetry", "Runtime", "build_request", "call_option", "choice_specs", "resolve"]
+__all__ = [
+    "OnRetry",
+    "Runtime",
+    "build_request",
+    "call_option",
+    "check_timeout",
+    "choice_specs",
+    "resolve",
+]
 
 OnRetry = Callable[[RetryEvent], object]
 Enforce = Literal["auto", "off", "on"]
@@ -134,12 +142,15 @@ class Runtime:
         Raises:
             TypeError: ``choices`` is not a dict or list, an option is malformed, or a tool
                 is not a function.
-            ValueError: ``choices`` is empty, names an option twice, or ``max_retries`` < 0.
+            ValueError: ``choices`` is empty, names an option twice, ``max_retries`` < 0, or
+                ``timeout_s`` is not a number > 0.
             DecisionError: No valid pick after every re-pick.
             MaxIterationsError: The model still called tools after ``max_iterations`` calls.
             DeadlineExceeded: ``timeout_s`` ran out.
         """
         _check_retries(max_retries)
+        if timeout_s is not None:
+            check_timeout(timeout_s)
         if model is not None:
             model = model_from_string(model)
         blocks = blocks_of(content)
@@ -188,6 +199,8 @@ class Runtime:
         """
         if max_retries != 1 or type(max_retries) is not int:  # True and 1.0 are not counts
             _check_retries(max_retries)
+        if timeout_s is not None:
+            check_timeout(timeout_s)
         hooks = current_hooks.get()
         model = self.model if model is None else model_from_string(model)
         # Most models cannot constrain a reply: then the pick is parsed from text.
@@ -439,6 +452,14 @@ class _Asker:
 
     async def _retry_event(self, attempt: int, kind: str, message: str) -> None:
         await note_retry(RetryEvent("parse", attempt, kind, message, self.node.key), self.on_retry)
+
+
+def check_timeout(timeout_s: float) -> None:
+    """Refuse a ``timeout_s`` that is not a number of seconds > 0 (``None`` is no deadline)."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not timeout_s > 0:
+        raise ValueError(
+            f"timeout_s must be a number of seconds > 0, or None for no deadline, got {timeout_s!r}"
+        )
 
 
 def _check_retries(max_retries: int) -> None:

@@ -64,12 +64,13 @@ async def make(
         runtime: The runtime to ask with; the ambient one by default.
         context: Values for hidden parameters of function options.
         max_retries: Re-picks after a bad reply (0 disables).
-        timeout_s: One deadline over the call and every re-pick.
+        timeout_s: One deadline, in seconds > 0, over the call and every re-pick.
         on_retry: Called with a :class:`~engine.RetryEvent` before each re-pick.
 
     Raises:
         TypeError: ``options`` is not a dict or list, or an option is malformed.
-        ValueError: ``options`` is empty or names an option twice; ``max_retries`` < 0.
+        ValueError: ``options`` is empty or names an option twice; ``max_retries`` < 0;
+            ``timeout_s`` is not a number > 0.
         RuntimeError: No ``runtime=`` and no ambient runtime.
         DecisionError: No valid pick after every re-pick.
     """
