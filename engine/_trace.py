@@ -273,7 +273,8 @@ class Trace:
         while stack:
             node, depth = stack.pop()
             ms = f" {node.duration_s * 1000:.1f}ms" if node.duration_s is not None else ""
-            lines.append(f"{'  ' * depth}{node.kind} {node.name} [{node.status}]{ms}")
+            label = node.kind if node.name == node.kind else f"{node.kind} {node.name}"
+            lines.append(f"{'  ' * depth}{label} [{node.status}]{ms}")
             stack.extend((c, depth + 1) for c in reversed(by_parent.get(node.id, [])))
         return "\n".join(lines)
 

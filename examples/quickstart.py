@@ -4,7 +4,7 @@ Each ticket goes through one agentic function: the model picks what happens next
 menu of functions and values, and the pick *is* the branch. The model here is a scripted
 stand-in that reads the ticket, so this runs with no API key.
 
-Run it with ``make run`` or ``python examples/quickstart.py``.
+Run it with ``make quickstart`` or ``python examples/quickstart.py``.
 """
 
 from __future__ import annotations

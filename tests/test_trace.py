@@ -222,8 +222,8 @@ async def test_trace_render_tree_shows_the_nesting() -> None:
     await decision.make("Pick one.", OPTIONS, runtime=runtime)
 
     lines = runtime.trace.render_tree().splitlines()
-    assert lines[0].startswith("decision decision [ok]")
-    assert lines[1].startswith("  model_call model_call [ok]")
+    assert lines[0].startswith("decision [ok]")  # a kind named by itself is not repeated
+    assert lines[1].startswith("  model_call [ok]")
 
 
 async def test_trace_each_runtime_keeps_its_own_trace() -> None:

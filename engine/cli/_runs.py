@@ -79,7 +79,12 @@ def prune(
         typer.Option(help="Delete finished runs older than this: 3600, 90m, 12h, 7d, 2w."),
     ] = None,
     keep_last: Annotated[
-        int | None, typer.Option(min=0, help="Keep only the newest N finished runs.")
+        int | None,
+        typer.Option(
+            min=0,
+            help="Delete finished runs beyond the newest N (with --older-than, a run goes "
+            "when either holds).",
+        ),
     ] = None,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:

@@ -111,7 +111,7 @@ def test_providers_doc_tools_snippet(capsys: pytest.CaptureFixture[str]) -> None
     out = run_snippet("tools", capsys)
 
     assert "tool_call order_status" in out or "tool_call customer_tier" in out
-    assert "decision decision [ok]" in out
+    assert "decision [ok]" in out
 
 
 def test_providers_doc_simulated_snippet(capsys: pytest.CaptureFixture[str]) -> None:
