@@ -54,6 +54,8 @@ class Tally:
     model_calls: int = 0
     interrupted: bool = False
     stopped: dict[str, list[str]] = field(default_factory=dict)
+    #: Why runs failed: ``kind: message`` (its first line, cut short), with how many.
+    failures: Counter[str] = field(default_factory=Counter)
     #: Runs that were in flight when the batch was interrupted.
     cut_short: list[str] = field(default_factory=list)
 
@@ -82,6 +84,10 @@ class Tally:
             self.existing += 1
         if run.status != "completed":
             self.stopped.setdefault(run.status, []).append(run.run_id)
+        if run.status == "failed" and run.error is not None:
+            first = run.error.message.splitlines()[0] if run.error.message else ""
+            reason = f"{run.error.kind}: {first}"
+            self.failures[reason if len(reason) <= 160 else reason[:160] + "…"] += 1
 
 
 async def drive(

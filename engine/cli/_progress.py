@@ -18,6 +18,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from engine._secrets import mask_secrets
 from engine.cli._batch import Tally
 from engine.cli._common import err
 
@@ -122,6 +123,10 @@ def summary(tally: Tally, title: str) -> RenderableType:
     if len(tally.skipped) > 20:
         parts.append(Text(f"... and {len(tally.skipped) - 20} more skipped lines", style="red"))
     parts.extend(Text(f"run {i}: {m}", style="red") for i, m in tally.not_started[:10])
+    parts.extend(
+        Text(f"failed {n}x: {mask_secrets(reason)}", style="red")
+        for reason, n in tally.failures.most_common(3)
+    )
     return Group(*parts)
 
 

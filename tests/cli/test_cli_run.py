@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import anyio
+import pytest
 from cli_support import CLEAN, FAULTY, Cli, ticket, write_jsonl
 
 from engine.store import SQLiteStore
@@ -72,6 +73,15 @@ def test_without_model_or_keys_it_says_it_uses_simulated_model(cli: Cli, tickets
     assert result.exit_code == 0, result.output
     assert "using SimulatedModel" in result.stderr
     assert "pass --model" in result.stderr
+
+
+def test_the_summary_says_why_runs_failed(
+    cli: Cli, tickets: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = cli("run", "ticket_routing", "--input", str(tickets), "--model", "openai:gpt-4o")
+    assert counts(result.stdout)["failed"] == 6
+    assert "failed 6x: AuthenticationError: no OpenAI API key" in result.stdout
 
 
 def test_incident_triage_runs_from_the_same_command(cli: Cli) -> None:
