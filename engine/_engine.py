@@ -33,7 +33,7 @@ from engine._layers import retry_run
 from engine._ledger import OnRetry, RunBudget
 from engine._limits import ModelLimits
 from engine._log import log
-from engine._runtime import Runtime
+from engine._runtime import Runtime, check_timeout
 from engine._stopping import cancel_run, shutdown
 from engine.models import Model, model_from_string
 from engine.store import Run, RunStatus, Store
@@ -109,6 +109,8 @@ class Engine:
             runtime = Runtime(model=model)
         if decision_policy is not None:
             runtime.decision = decision_policy
+        if timeout_s is not None:
+            check_timeout(timeout_s)
         self._owns_store = store is None
         if store is None:
             from engine.store import SQLiteStore
@@ -221,6 +223,8 @@ class Engine:
         :data:`~engine._process.GC_YOUNG_THRESHOLD` allocations instead of every 700 (the
         setting is put back when the last batch ends, unless the application changed it).
         """
+        if timeout_s is not None:
+            check_timeout(timeout_s)
         return Batch(
             self,
             flow,

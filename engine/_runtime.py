@@ -32,7 +32,7 @@ from engine._ledger import note_retry
 from engine._requests import Content, blocks_of, build_request, choice_specs, message, pick_schema
 from engine._resolve import call_option, resolve
 from engine._retry import Transport
-from engine._tools import ToolLoop, Toolset, build_toolset
+from engine._tools import ToolLoop, Toolset, build_toolset, check_iterations
 from engine._trace import Node, NodeKind, Trace
 from engine.models import Message, Model, Request, Response, TextBlock
 from engine.models._registry import model_from_string
@@ -149,6 +149,7 @@ class Runtime:
             DeadlineExceeded: ``timeout_s`` ran out.
         """
         _check_retries(max_retries)
+        check_iterations(max_iterations)
         if timeout_s is not None:
             check_timeout(timeout_s)
         if model is not None:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from engine._runtime import OnRetry, Runtime
     from engine._trace import Node
 
-__all__ = ["ToolLoop", "Toolset", "build_toolset"]
+__all__ = ["ToolLoop", "Toolset", "build_toolset", "check_iterations"]
 
 _RESULT_CHARS = 20_000
 
@@ -46,6 +46,12 @@ class Toolset:
     menu: Menu
     specs: list[ToolSpec]
     withheld: tuple[str, ...] = ()
+
+
+def check_iterations(max_iterations: int) -> None:
+    """Refuse a ``max_iterations`` that is not a whole number of model calls >= 1."""
+    if type(max_iterations) is not int or max_iterations < 1:
+        raise ValueError(f"max_iterations must be an integer >= 1, got {max_iterations!r}")
 
 
 def build_toolset(tools: Sequence[object], options: Menu | None = None) -> Toolset | None:
@@ -129,8 +135,7 @@ class ToolLoop:
         context: Mapping[str, Any] | None,
         on_retry: OnRetry | None,
     ) -> None:
-        if not isinstance(max_iterations, int) or max_iterations < 1:
-            raise ValueError(f"max_iterations must be an integer >= 1, got {max_iterations!r}")
+        check_iterations(max_iterations)
         self.runtime = runtime
         self.tools = tools
         self.model = model

@@ -90,3 +90,15 @@ async def test_engine_run_many_with_a_run_id_function_giving_no_id_raises(
         await eng.run_many(sf.fragile_flow, ["t1"], run_id=lambda item: run_id)
     assert info.group_contains(ValueError, match="a run id must be a non-empty string, got")
     assert await eng.list_runs() == []
+
+
+@pytest.mark.parametrize(
+    "timeout_s", [0, -1.0, True, "5"], ids=["zero", "negative", "bool", "text"]
+)
+async def test_engine_timeout_that_is_not_a_positive_number_raises(timeout_s: Any) -> None:
+    with pytest.raises(ValueError, match="timeout_s must be a number of seconds > 0"):
+        Engine(model=ScriptedModel([]), store=MemoryStore(), timeout_s=timeout_s)
+    eng = Engine(model=ScriptedModel([]), store=MemoryStore())
+    with pytest.raises(ValueError, match="timeout_s must be a number of seconds > 0"):
+        await eng.run_many(sf.menu_flow, ["t"], timeout_s=timeout_s)
+    assert await eng.list_runs() == []

@@ -87,3 +87,15 @@ async def test_tool_loop_deadline_does_not_wait_for_a_blocking_tool() -> None:
         await Runtime(model).exec("Go.", tools=[slow], timeout_s=0.1)
 
     assert time.monotonic() - started < 0.45  # generous: the tool alone takes 0.5 s
+
+
+@pytest.mark.parametrize("max_iterations", [0, True, 2.0], ids=["zero", "bool", "float"])
+async def test_exec_max_iterations_that_is_not_a_count_raises_before_any_call(
+    max_iterations: object,
+) -> None:
+    model = ToolScript(["never"])
+
+    with pytest.raises(ValueError, match="max_iterations must be an integer"):
+        await Runtime(model).exec("Go.", max_iterations=max_iterations)  # type: ignore[arg-type]
+
+    assert model.requests == []
