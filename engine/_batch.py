@@ -44,7 +44,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from engine._log import log
-from engine._process import PACING, RUN_IDS
+from engine._process import PACING, RUN_IDS, check_run_id
 from engine.store import Run
 
 if TYPE_CHECKING:
@@ -188,7 +188,13 @@ class Batch:
                 # propagate as it is, not wrapped in an exception group.
                 await self._tg.__aexit__(None, None, None)
                 return False
-            return await self._tg.__aexit__(exc_type, exc, tb)
+            try:
+                return await self._tg.__aexit__(exc_type, exc, tb)
+            except BaseExceptionGroup as group:
+                # The inputs raised (or gave a bad run id): as it is, not in a group.
+                if self._failed is not None and list(group.exceptions) == [self._failed]:
+                    raise self._failed from None
+                raise
         finally:
             PACING.exit()
             self.engine._executor.leases.shared -= 1
@@ -313,7 +319,11 @@ class Batch:
                 return None
         index = self._index
         self._index += 1
-        run_id = self.run_id(item) if self.run_id is not None else RUN_IDS.new()
+        if self.run_id is None:
+            run_id = RUN_IDS.new()
+        else:
+            run_id = self.run_id(item)
+            check_run_id(run_id)  # raised as is, by the batch, before anything is stored
         # Registered before the run starts, so a cancel from now on reaches it. By input, not
         # by id: two inputs may name one run (the second finds it stored).
         self._scopes[index] = (run_id, anyio.CancelScope())

@@ -33,6 +33,7 @@ from engine._layers import retry_run
 from engine._ledger import OnRetry, RunBudget
 from engine._limits import ModelLimits
 from engine._log import log
+from engine._process import check_run_id
 from engine._runtime import Runtime, check_timeout
 from engine._stopping import cancel_run, shutdown
 from engine.models import Model, model_from_string
@@ -273,12 +274,7 @@ class Engine:
         timeout_s: float | None,
     ) -> Run:
         """Create the run and execute it; apply the run policy to how it ended."""
-        if not isinstance(run_id, str) or not run_id:
-            # An empty id would be one run for every caller that passed it.
-            raise ValueError(
-                f"a run id must be a non-empty string, got {run_id!r} (leave run_id out for "
-                "new ids)"
-            )
+        check_run_id(run_id)
         name = self._flows.remember(flow)
         async with self._slot():
             run, created = await self._executor.start(

@@ -10,7 +10,14 @@ import gc
 import os
 import threading
 
-__all__ = ["GC_YOUNG_THRESHOLD", "PACING", "RUN_IDS", "CollectorPacing", "RunIds"]
+__all__ = [
+    "GC_YOUNG_THRESHOLD",
+    "PACING",
+    "RUN_IDS",
+    "CollectorPacing",
+    "RunIds",
+    "check_run_id",
+]
 
 #: The collector's youngest-generation threshold while a batch runs (CPython's is 700).
 GC_YOUNG_THRESHOLD = 50_000
@@ -86,3 +93,11 @@ class RunIds:
 
 
 RUN_IDS = RunIds()
+
+
+def check_run_id(run_id: object) -> None:
+    """Refuse a run id that is not a non-empty string (one empty id would serve every run)."""
+    if not isinstance(run_id, str) or not run_id:
+        raise ValueError(
+            f"a run id must be a non-empty string, got {run_id!r} (leave run_id out for new ids)"
+        )
