@@ -30,6 +30,7 @@ from engine._engine import Engine
 from engine._errors import DecisionError, RunConflictError
 from engine._flows import FLOWS, encode_input
 from engine._log import log
+from engine._process import check_run_id
 from engine._queue import (
     TASK,
     Busy,
@@ -94,11 +95,7 @@ async def submit(
             "a module they can import"
         )
     runs = [
-        Run(
-            run_id=run_id(item) if run_id else uuid.uuid4().hex,
-            flow=name,
-            input=encode_input(name, (item,), {}),
-        )
+        Run(run_id=_id_of(item, run_id), flow=name, input=encode_input(name, (item,), {}))
         for item in inputs
     ]
     fresh: set[str] = set()
@@ -252,6 +249,14 @@ async def _execute(
         raise
     except DecisionError as exc:  # a human pick that does not fit: the run stays as it was
         log.warning("resume_pick_rejected", run_id=run_id, kind=exc.kind, detail=exc.detail)
+
+
+def _id_of(item: Any, run_id: Callable[[Any], str] | None) -> str:
+    if run_id is None:
+        return uuid.uuid4().hex
+    given = run_id(item)
+    check_run_id(given)
+    return given
 
 
 def _check_lease(run: Run, owner: str) -> None:

@@ -65,6 +65,15 @@ async def test_submit_queues_each_run_with_one_job_and_nothing_twice(store: Post
     )
 
 
+@pytest.mark.parametrize("bad", ["", None, 7], ids=["empty", "none", "number"])
+async def test_submit_refuses_a_run_id_that_is_not_a_non_empty_string(
+    store: PostgresStore, bad: object
+) -> None:
+    with pytest.raises(ValueError, match="a run id must be a non-empty string"):
+        await submit(store, pg_flows.ticket_flow, TICKETS, run_id=lambda t: bad)  # type: ignore[arg-type,return-value]
+    assert await store.list_runs() == []
+
+
 async def test_worker_executes_every_submitted_run(store: PostgresStore) -> None:
     await submit(store, pg_flows.ticket_flow, TICKETS, run_id=lambda t: t, max_concurrency=3)
     lanes = {j[3] for j in await _jobs(store)}
