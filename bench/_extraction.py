@@ -1,14 +1,20 @@
 """Extraction time on adversarial replies: medians of repeated runs of ``find_pick``.
 
 Each case is built once; the table gives its size and the median time of one extraction.
-The target is linear time under 50 ms per MB whatever the reply holds.
+The target is linear time under 50 ms per MB whatever the reply holds. Two yardsticks close
+the table, timed in the same run: the C JSON parser reading 1 MB of dense objects, and a
+Python loop that does nothing but visit each brace of the densest case (the least any
+extractor written in Python does with such a reply).
 
 Run with ``python bench/_extraction.py``.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import random
+import re
 import statistics
 import string
 import sys
@@ -58,6 +64,26 @@ def _cases() -> list[tuple[str, str]]:
         # Worst cases found so far: a structural token every few bytes, each a scan event.
         ('1 MB nested {"call":{', '{"call":{' * (MB // 9)),
         ('1 MB unclosed {"call":"a","args":{', '{"call":"a","args":{' * (MB // 20)),
+        # Python literals that fail late: ast.literal_eval reads at most 80 KB of a reply.
+        (
+            "1 MB failing Python literals, pick last",
+            "Note: " + "{'call': None, 'x': [1, 1, 1, 1] oops} " * (MB // 40) + PICK,
+        ),
+    ]
+
+
+def _visit_braces(text: str) -> int:
+    count = 0
+    for _ in re.finditer(r"[{}]", text):
+        count += 1
+    return count
+
+
+def _yardsticks() -> list[tuple[str, str, Callable[[str], object]]]:
+    dense = json.dumps([{"a": 1}] * (MB // 10))
+    return [
+        ("yardstick: json.loads, 1 MB of objects", dense, json.loads),
+        ('yardstick: visit each brace, {"call":{', '{"call":{' * (MB // 9), _visit_braces),
     ]
 
 
@@ -76,10 +102,13 @@ def run_extraction_bench(rounds: int = 7) -> list[tuple[str, float, float]]:
     Returns:
         Rows of (case name, size in bytes, median milliseconds).
     """
+    cases: list[tuple[str, str, Callable[[str], object]]] = [
+        (name, reply, find_pick) for name, reply in _cases()
+    ]
     rows: list[tuple[str, float, float]] = []
-    for name, reply in _cases():
+    for name, reply, func in [*cases, *_yardsticks()]:
         size = float(len(reply.encode()))
-        rows.append((name, size, _median_ms(lambda reply=reply: find_pick(reply), rounds)))
+        rows.append((name, size, _median_ms(functools.partial(func, reply), rounds)))
     return rows
 
 

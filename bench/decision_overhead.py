@@ -2,8 +2,10 @@
 
 Prints medians of repeated runs in one process, side by side:
 
-* the hand-written transition: the same async fake model, then ``json.loads``, a dict
-  lookup and a call (the floor);
+* the hand-written transition: the same async fake model (the ``ScriptedModel`` whose
+  reply function yields once), then ``json.loads``, a dict lookup and a call (the floor);
+* for reference, the same transition calling the bare reply function, without the
+  ``ScriptedModel`` around it (a lower floor than the one the target is set against);
 * ``decision.make`` on a 3-option menu (render + call + extract + validate + resolve +
   trace), and on a 20-option menu with nested schemas;
 * extraction time on adversarial replies.
@@ -24,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import Runtime, decision
-from engine.models import Request, ScriptedModel
+from engine.models import Message, Request, ScriptedModel, TextBlock
 
 ROUNDS = 15
 CALLS = 2000
@@ -79,16 +81,25 @@ def fake_model(pick: dict[str, object]) -> Callable[[Request], Awaitable[str]]:
 
 
 async def hand_written() -> float:
-    reply = json.dumps(PICK3)
+    """The floor: the same async fake model as ``decision.make`` gets, one fixed request."""
+    model = ScriptedModel(fake_model(PICK3))
+    request = Request(messages=[Message(role="user", content=[TextBlock(text="Pick.")])])
     table = {"refund": refund, "escalate": escalate}
-
-    async def model() -> str:
-        await asyncio.sleep(0)
-        return reply
-
     t0 = time.perf_counter()
     for _ in range(CALLS):
-        data = json.loads(await model())
+        model.requests.clear()  # as in engine_make
+        data = json.loads((await model.complete(request)).text)
+        await table[data["call"]](**data["args"])
+    return (time.perf_counter() - t0) / CALLS * 1e6
+
+
+async def bare_reply() -> float:
+    """The same transition on the bare reply function: no ScriptedModel, no request."""
+    answer = fake_model(PICK3)
+    table = {"refund": refund, "escalate": escalate}
+    t0 = time.perf_counter()
+    for _ in range(CALLS):
+        data = json.loads(await answer(None))  # type: ignore[arg-type]
         await table[data["call"]](**data["args"])
     return (time.perf_counter() - t0) / CALLS * 1e6
 
@@ -119,19 +130,21 @@ def medians(*fns: Callable[[], Awaitable[float]]) -> list[float]:
 
 
 def main() -> None:
-    floor, three, twenty = medians(
+    floor, bare, three, twenty = medians(
         hand_written,
+        bare_reply,
         lambda: engine_make(lambda: dict(THREE), PICK3),
         lambda: engine_make(twenty_options, PICK20),
     )
     print(f"decision round trip (median of {ROUNDS} x {CALLS} calls, µs per call)")
     rows = [
         ("hand-written transition (floor)", floor),
+        ("  the same on the bare reply function", bare),
         ("decision.make, 3 options", three),
         ("decision.make, 20 nested-schema options", twenty),
     ]
     for name, us in rows:
-        print(f"  {name:<40} {us:8.1f}   {us / floor:5.1f}x floor")
+        print(f"  {name:<40} {us:8.1f}   {us / floor:5.1f}x floor   {us / bare:5.1f}x bare")
     try:
         from _extraction import run_extraction_bench
     except ImportError:
