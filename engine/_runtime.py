@@ -4,7 +4,7 @@
 the menu is built before any call, every model call goes through the ambient hooks (and the
 transport retries inside them), a failed pick is asked again in the same conversation, and
 the pick resolves into the result of the next step. With ``tools``, a turn is the native
-tool loop of :mod:`engine._tools`.
+tool loop of :mod:`engine._tools`; the re-pick itself is :mod:`engine._repick`'s.
 """
 
 from __future__ import annotations
@@ -15,26 +15,24 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from engine._context import current_node
-from engine._decision._extract import find_pick
 from engine._decision._menu import Menu, build_menu
-from engine._decision._prompts import DECISION_FINISH_INSTRUCTION, repick_text
-from engine._decision._validate import Failure, Pick, validate
+from engine._decision._prompts import DECISION_FINISH_INSTRUCTION
+from engine._decision._validate import Pick
 from engine._errors import (
     REPLY_HEAD,
     CircuitOpenError,
     DeadlineExceeded,
-    DecisionError,
     RetryableModelError,
 )
 from engine._hooks import Hooks, RetryEvent, current_hooks
 from engine._layers import DecisionRetry
-from engine._ledger import note_retry
-from engine._requests import Content, blocks_of, build_request, choice_specs, message, pick_schema
+from engine._repick import Asker
+from engine._requests import Content, blocks_of, build_request, choice_specs, pick_schema
 from engine._resolve import call_option, resolve
 from engine._retry import Transport
 from engine._tools import ToolLoop, Toolset, build_toolset, check_iterations
 from engine._trace import Node, NodeKind, Trace
-from engine.models import Message, Model, Request, Response, TextBlock
+from engine.models import Model, Request, Response, TextBlock
 from engine.models._registry import model_from_string
 
 if TYPE_CHECKING:
@@ -221,13 +219,13 @@ class Runtime:
         try:
             ask: Callable[[Request], Awaitable[Pick]]
             if self.decision is None:
-                ask = _Asker(self, hooks, node, menu, model, max_retries, on_retry)
+                ask = Asker(self, hooks, node, menu, model, max_retries, on_retry)
                 if tools is not None:
                     ask.use_tools(tools, max_iterations, context)
             else:
 
-                def asker(at: Node, on: Model, retries: int) -> _Asker:
-                    ask = _Asker(self, hooks, at, menu, on, retries, on_retry)
+                def asker(at: Node, on: Model, retries: int) -> Asker:
+                    ask = Asker(self, hooks, at, menu, on, retries, on_retry)
                     if tools is not None:
                         ask.use_tools(tools, max_iterations, context)
                     return ask
@@ -345,114 +343,6 @@ class Runtime:
             reply=response.text[:REPLY_HEAD],
         )
         return response
-
-
-class _Asker:
-    """Ask for a pick, re-picking in the same conversation until one validates."""
-
-    __slots__ = ("hooks", "loop", "max_retries", "menu", "model", "node", "on_retry", "runtime")
-
-    def __init__(
-        self,
-        runtime: Runtime,
-        hooks: Hooks,
-        node: Node,
-        menu: Menu,
-        model: Model,
-        max_retries: int,
-        on_retry: OnRetry | None,
-    ) -> None:
-        self.runtime = runtime
-        self.hooks = hooks
-        self.node = node
-        self.menu = menu
-        self.model = model
-        self.max_retries = max_retries
-        self.on_retry = on_retry
-        self.loop: ToolLoop | None = None
-
-    def use_tools(
-        self, tools: Toolset, max_iterations: int, context: Mapping[str, Any] | None
-    ) -> None:
-        """Work each attempt as a tool loop: the model may call ``tools`` before it picks."""
-        self.loop = ToolLoop(
-            self.runtime,
-            tools,
-            model=self.model,
-            hooks=self.hooks,
-            max_iterations=max_iterations,
-            context=context,
-            on_retry=self.on_retry,
-        )
-
-    async def __call__(self, request: Request) -> Pick:
-        node = self.node
-        replies: list[str] = []
-        heads: list[str] = []
-        failures: list[str] = []
-        data = node.data
-        data["failures"] = failures
-        data["replies"] = heads
-        messages: list[Message] | None = None
-        attempt = 0
-        while True:
-            if attempt:  # a re-pick is the parse layer's retry (layer 1)
-                mnode = node.child("repick", "repick", attempt=attempt, layer="parse")
-            else:
-                mnode = node.open_child("model_call", "model_call", {"attempt": 0})
-            if self.loop is None:
-                response = await self.runtime.call_model(
-                    mnode, self.model, request, self.hooks, self.on_retry
-                )
-            else:
-                # The turn's tool calls become part of the conversation a re-pick continues.
-                response, messages = await self.loop.run(mnode, request, self._loop_node)
-            text = response.text
-            replies.append(text)
-            heads.append(text[:REPLY_HEAD])
-            try:
-                pick = self._validate(response)
-            except Failure as failure:
-                failures.append(failure.kind)
-                mnode.data["failure"] = failure.kind
-                if attempt == self.max_retries:
-                    data["attempts"] = attempt + 1
-                    raise DecisionError(
-                        failure.kind,
-                        failure.message,
-                        replies=replies,
-                        attempts=attempt + 1,
-                        options=self.menu.names,
-                    ) from None
-                attempt += 1
-                await self._retry_event(attempt, failure.kind, failure.message)
-                if messages is None:
-                    messages = list(request.messages)
-                messages.append(message("assistant", text))
-                messages.append(
-                    message("user", repick_text(failure.kind, failure.message, self.menu.text))
-                )
-                request = request.model_copy(update={"messages": list(messages)})
-                continue
-            data["attempts"] = attempt + 1
-            return pick
-
-    def _loop_node(self) -> Node:
-        return self.node.child("model_call", "model_call")
-
-    def _validate(self, response: Response) -> Pick:
-        if response.truncated:
-            # The pick comes last, so a cut-off reply lost it: any pick still readable is one
-            # the model only mentioned earlier, and must not run.
-            raise Failure(
-                "truncated",
-                f"the reply was cut off (finish_reason={response.finish_reason!r}) before "
-                "the pick was complete",
-            )
-        return validate(find_pick(response.text, self.menu.by_name), self.menu)
-
-    async def _retry_event(self, attempt: int, kind: str, message: str) -> None:
-        await note_retry(RetryEvent("parse", attempt, kind, message, self.node.key), self.on_retry)
 
 
 def check_timeout(timeout_s: float) -> None:
