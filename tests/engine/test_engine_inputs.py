@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,21 +9,9 @@ import support_flows as sf
 
 from engine import Engine
 from engine.models import ScriptedModel
-from engine.store import MemoryStore, SQLiteStore, Store
+from engine.store import MemoryStore, Store
 
 GO = '{"call": "go", "args": {"item": "box"}}'
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    s: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "runs.db")
-    yield s
-    await s.close()
-
-
-@pytest.fixture(autouse=True)
-def _reset_flows() -> None:
-    sf.EFFECTS.clear()
 
 
 async def finished(eng: Engine, *run_ids: str) -> None:

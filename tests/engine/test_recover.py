@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 import structlog
@@ -14,22 +12,10 @@ import support_flows as sf
 from engine import Engine, Runtime, agentic_function, decision
 from engine._flows import flow_name
 from engine.models import ScriptedModel
-from engine.store import MemoryStore, Run, SQLiteStore, Store
+from engine.store import Run, Store
 
 GO = '{"call": "go", "args": {"item": "box"}}'
 GONE = "gone_module:flow"
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    s: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "runs.db")
-    yield s
-    await s.close()
-
-
-@pytest.fixture(autouse=True)
-def _reset_flows() -> None:
-    sf.EFFECTS.clear()
 
 
 async def orphan(store: Store, run_id: str, flow: str) -> Run:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -23,22 +22,7 @@ from engine import (
     transport_policy,
 )
 from engine.models import Request, Response, ScriptedModel
-from engine.store import MemoryStore, SQLiteStore, Store
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    """Each test runs on every store."""
-    s: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "runs.db")
-    yield s
-    await s.close()
-
-
-@pytest.fixture(autouse=True)
-def _reset_flows() -> None:
-    sf.EFFECTS.clear()
-    sf.BROKEN["value"] = False
-    sf.MENU["value"] = ["a", "b"]
+from engine.store import Store
 
 
 def pick(call: str, **args: object) -> str:
