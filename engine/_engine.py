@@ -49,6 +49,16 @@ __all__ = ["Engine"]
 Flow = Callable[..., Any]
 Inputs = Iterable[Any] | AsyncIterable[Any]
 _NO_LIMIT: AbstractAsyncContextManager[object] = nullcontext()
+
+
+class _PolicyYields(Exception):
+    """The run policy stops: the run changed while it waited, or the engine is stopping."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(run.run_id)
+        self.run = run
+
+
 _ORPHANABLE: tuple[RunStatus, ...] = ("queued", "running")
 _STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 _DEFAULT_BREAKER = CircuitBreaker()
@@ -141,6 +151,8 @@ class Engine:
             on_retry=on_retry,
         )
         self._batches: set[Batch] = set()
+        #: The waits of run policies between two resumes of a run (a shutdown ends them).
+        self._waits: set[anyio.CancelScope] = set()
 
     @property
     def stopping(self) -> bool:
@@ -458,7 +470,7 @@ class Engine:
         After a shutdown the engine stops every run at its first transition.
         """
         grace = self.grace_s if grace_s is None else grace_s
-        await shutdown(self._executor, list(self._batches), grace)
+        await shutdown(self._executor, list(self._batches), grace, list(self._waits))
 
     # -- execution -----------------------------------------------------------------------------
 
@@ -469,15 +481,41 @@ class Engine:
             )
 
     async def _after(self, flow: Flow, run: Run) -> Run:
-        """Apply the run policy (layer 4): resume a stopped run while the policy says so."""
+        """Apply the run policy (layer 4): resume a stopped run while the policy says so.
+
+        The policy gives way to anything that touched the run while it waited (a cancel, a
+        resume by hand, another worker) and to a shutdown, which also ends its wait.
+        """
         if self.run_policy is None or run.status not in ("suspended", "failed"):
             return run
 
         async def resume(stopped: Run, event: RetryEvent) -> Run:
-            stored = await self.store.get_run(stopped.run_id) or stopped
-            return await self._execute(flow, stored, ResumeOrder.of(stored, retry=event))
+            stored = await self.store.get_run(stopped.run_id)
+            if stored is None or stored.version != stopped.version or self.stopping:
+                raise _PolicyYields(stored or stopped)
+            try:
+                return await self._execute(flow, stored, ResumeOrder.of(stored, retry=event))
+            except RunConflictError:  # taken by another resumer between the read and the claim
+                raise _PolicyYields(await self.store.get_run(stopped.run_id) or stored) from None
 
-        return await retry_run(self.run_policy, run, resume)
+        policy = self.run_policy.copy(sleep=self._policy_sleep(self.run_policy.sleep))
+        try:
+            return await retry_run(policy, run, resume)
+        except _PolicyYields as yielded:
+            return yielded.run
+
+    def _policy_sleep(self, sleep: Callable[[float], Any]) -> Callable[[float], Any]:
+        """Wrap a run policy's sleep so that a shutdown ends the wait at once."""
+
+        async def interruptible(seconds: float) -> None:
+            with anyio.CancelScope() as scope:
+                self._waits.add(scope)
+                try:
+                    await sleep(seconds)
+                finally:
+                    self._waits.discard(scope)
+
+        return interruptible
 
     def _slot(self) -> AbstractAsyncContextManager[object]:
         """Hold one of the engine's run slots (a no-op without ``concurrency=``)."""

@@ -151,9 +151,18 @@ class JournalHooks(Hooks):
             for r in self.journal
             if r.kind == "retry" and isinstance(r.data, dict) and r.actor in _REPLAYED_LAYERS
         ]
+        # What earlier executions spent: the stored counts, or the journal's where it holds
+        # more (an execution that died never stored its counts, but journaled its attempts).
+        before = dict(self.retries_before)
+        journaled: dict[str, int] = {}
+        for record in self.journal:
+            if record.kind == "retry" and record.actor is not None:
+                journaled[record.actor] = journaled.get(record.actor, 0) + 1
+        for layer, count in journaled.items():
+            before[layer] = max(before.get(layer, 0), count)
         # The ledger holds nothing of the hooks: no reference cycle keeps a run's journal
         # alive after the run (the garbage collector would have to find it).
-        self.ledger = RetryLedger(self.budget, self.retries_before, seen, self.on_retry)
+        self.ledger = RetryLedger(self.budget, before, seen, self.on_retry)
 
     def _fingerprint(self, request: Request) -> str:
         asked, fingerprint = self._asked

@@ -43,6 +43,7 @@ from engine._errors import (
     RateLimitError,
     RetryableModelError,
     RunConflictError,
+    RunStopped,
 )
 from engine.models import Model, model_from_string
 
@@ -64,6 +65,7 @@ NEVER_RETRIED: tuple[type[BaseException], ...] = (
     JournalError,
     NonDeterminismError,
     RunConflictError,
+    RunStopped,  # a cancel or a shutdown: the run must stop, not try again
 )
 #: Why a stopped run is worth resuming by itself: its provider failed, not its model (a run
 #: the breaker parked, or one that failed once the transport's retries ran out).

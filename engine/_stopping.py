@@ -58,9 +58,19 @@ async def cancel_run(executor: Executor, run_id: str) -> Run:
     return stored
 
 
-async def shutdown(executor: Executor, batches: Sequence[Batch], grace_s: float) -> None:
-    """Start no run, let runs reach their next transition for ``grace_s``, then cut them."""
+async def shutdown(
+    executor: Executor,
+    batches: Sequence[Batch],
+    grace_s: float,
+    waits: Sequence[anyio.CancelScope] = (),
+) -> None:
+    """Start no run, let runs reach their next transition for ``grace_s``, then cut them.
+
+    ``waits`` are run policies waiting to resume a run: they stop waiting, and resume nothing.
+    """
     executor.halt.stopping = "shutdown"
+    for wait in waits:
+        wait.cancel()
     log.warning("engine_shutting_down", in_flight=len(executor.holders), grace_s=grace_s)
     for batch in batches:
         batch.stop_feeding()

@@ -12,7 +12,7 @@ import support_flows as sf
 from engine import Engine, Runtime, agentic_function, decision
 from engine._flows import flow_name
 from engine.models import ScriptedModel
-from engine.store import Run, Store
+from engine.store import JournalRecord, Run, Store
 
 GO = '{"call": "go", "args": {"item": "box"}}'
 GONE = "gone_module:flow"
@@ -95,3 +95,24 @@ async def test_recover_flows_must_be_functions(store: Store) -> None:
     stored = await eng.get("a1")
     assert stored is not None
     assert stored.owner == "dead-worker"
+
+
+async def test_recover_counts_the_retries_the_dead_execution_journaled(store: Store) -> None:
+    # The process died before it stored its counts, but its retries are in the journal.
+    await orphan(store, "r1", flow_name(sf.fragile_flow))
+    attempts = [
+        JournalRecord(
+            key="run/fragile_flow:0/decision:0/model_call:0",
+            kind="retry",
+            actor="transport",
+            data={"layer": "transport", "attempt": n, "kind": "RateLimitError", "message": ""},
+        )
+        for n in (2, 3)
+    ]
+    await store.append("r1", attempts)
+    eng = Engine(model=ScriptedModel([GO]), store=store)
+
+    (recovered,) = await eng.recover()
+
+    assert recovered.status == "completed"
+    assert recovered.retries == {"transport": 2}
