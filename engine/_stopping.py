@@ -50,7 +50,15 @@ async def cancel_run(executor: Executor, run_id: str) -> Run:
         )
     if run.status not in _CANCELLABLE:
         return run  # completed, or cancelled already
-    error = RunErrorInfo(kind="cancelled", message="the run was cancelled; resume it to go on")
+    # A suspended run keeps what a person needs to see of the decision it stopped at.
+    was = run.error if run.status == "suspended" else None
+    error = RunErrorInfo(
+        kind="cancelled",
+        message="the run was cancelled; resume it to go on",
+        where=was.where if was is not None else None,
+        options=was.options if was is not None else None,
+        replies=was.replies if was is not None else None,
+    )
     update = {"status": "cancelled", "error": error, "owner": None, "lease_expires_at": None}
     stored = await store.update_run(run.model_copy(update=update), expected_version=run.version)
     if stored is None:

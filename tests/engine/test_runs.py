@@ -494,3 +494,22 @@ async def test_plain_def_flow_runs_on_a_worker_thread(store: Store) -> None:
     run = await Engine(model=ScriptedModel([]), store=store).run(double, 21, run_id="d1")
     assert run.status == "completed"
     assert run.result == 42
+
+
+async def test_cancelling_a_suspended_run_keeps_what_its_decision_offered(store: Store) -> None:
+    eng = Engine(
+        model=ScriptedModel([pick("billing"), pick("ship", item="box"), "?", "??"]), store=store
+    )
+    suspended = await eng.run(sf.three_decisions, "t1", run_id="c1")
+    assert suspended.error is not None
+
+    cancelled = await eng.cancel("c1")
+
+    assert cancelled.status == "cancelled"
+    assert cancelled.error is not None
+    assert cancelled.error.kind == "cancelled"
+    assert cancelled.error.where == suspended.error.where
+    assert cancelled.error.options == ["close", "reopen"]
+    assert cancelled.error.replies == ["?", "??"]
+    resumed = await Engine(model=ScriptedModel([pick("close")]), store=store).resume("c1")
+    assert resumed.status == "completed"
