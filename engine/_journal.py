@@ -80,7 +80,11 @@ class ResumeOrder:
                 f'pick= must be a dict such as {{"call": "name", "args": {{...}}}}, got {pick!r}'
             )
         error = run.error
-        decided = run.status == "suspended" and error is not None and bool(error.options)
+        # A run that is running here was taken over from an execution that died: it stopped
+        # where its stored error says, unless its journal has moved past that point.
+        decided = (
+            run.status in ("suspended", "running") and error is not None and bool(error.options)
+        )
         if pick is not None and not decided:
             why = f" ({error.kind})" if error is not None else ""
             raise ValueError(
@@ -141,9 +145,17 @@ class JournalHooks(Hooks):
             if record.kind == "decision_failed":
                 self._failures[record.key] = self._failures.get(record.key, 0) + 1
                 last_failure[record.key] = index
-        # A failure the flow caught and moved past (records follow it) is part of the run's
-        # history and replays as a failure; one that stopped the run is asked afresh.
-        self._caught = {k for k, i in last_failure.items() if i < len(self.journal) - 1}
+        # A failure the flow caught and moved past (records of other nodes follow it) is part
+        # of the run's history and replays as a failure; one that stopped the run is asked
+        # afresh. The records of an ask afresh (keys ``key@1/...``) are not moving past it.
+        self._caught = {
+            k
+            for k, i in last_failure.items()
+            if any(
+                r.key != k and not r.key.startswith(f"{k}@") and r.kind != "retry"
+                for r in self.journal[i + 1 :]
+            )
+        }
         # Re-picks and decision retries replay from journaled replies, and meet their attempts
         # again; other layers' attempts are live whenever they happen, so each one counts.
         seen = [

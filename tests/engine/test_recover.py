@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 
@@ -12,7 +13,7 @@ import support_flows as sf
 from engine import Engine, Runtime, agentic_function, decision
 from engine._flows import flow_name
 from engine.models import ScriptedModel
-from engine.store import JournalRecord, Run, Store
+from engine.store import JournalRecord, MemoryStore, Run, Store
 
 GO = '{"call": "go", "args": {"item": "box"}}'
 GONE = "gone_module:flow"
@@ -116,3 +117,61 @@ async def test_recover_counts_the_retries_the_dead_execution_journaled(store: St
 
     assert recovered.status == "completed"
     assert recovered.retries == {"transport": 2}
+
+
+async def died_mid_resume(store: Store, picked: str) -> None:
+    """Leave run "t1" as a resume that died does: it journaled its fresh reply, then died.
+
+    The same run goes through the same journal on a scratch store to get that reply's record.
+    """
+    replies = [pick_json("billing"), pick_json("ship", item="box"), "?", "??"]
+    scratch = MemoryStore()
+    for target in (store, scratch):
+        await Engine(model=ScriptedModel(replies), store=target).run(
+            sf.three_decisions, "t1", run_id="t1"
+        )
+    await Engine(model=ScriptedModel([pick_json(picked)]), store=scratch).resume("t1")
+    fresh = [r for r in await scratch.load_journal("t1") if "@1/" in r.key and r.kind == "model"]
+    run = await store.get_run("t1")
+    assert run is not None
+    taken = run.model_copy(
+        update={"status": "running", "owner": "dead-worker", "lease_expires_at": time.time() - 1}
+    )
+    claimed = await store.update_run(taken, expected_version=run.version)
+    assert claimed is not None
+    await store.append("t1", fresh)
+
+
+async def test_recover_carries_on_a_resume_that_died_after_its_fresh_reply(store: Store) -> None:
+    await died_mid_resume(store, "close")
+    model = ScriptedModel([])  # everything it needs is journaled
+
+    (recovered,) = await Engine(model=model, store=store).recover()
+
+    assert recovered.status == "completed"
+    assert recovered.result == {"kind": "billing", "action": "shipped box", "close": "close"}
+    assert model.calls == 0
+
+
+async def test_a_resume_by_pick_that_died_is_taken_over_with_its_pick(store: Store) -> None:
+    replies = [pick_json("billing"), pick_json("ship", item="box"), "?", "??"]
+    eng = Engine(model=ScriptedModel(replies), store=store)
+    await eng.run(sf.three_decisions, "t1", run_id="t1")
+    run = await store.get_run("t1")
+    assert run is not None
+    taken = run.model_copy(
+        update={"status": "running", "owner": "dead-worker", "lease_expires_at": time.time() - 1}
+    )
+    assert await store.update_run(taken, expected_version=run.version) is not None
+
+    # A worker that takes the run over passes the queued pick again.
+    resumed = await Engine(model=ScriptedModel([]), store=store).resume(
+        "t1", pick={"call": "reopen"}
+    )
+
+    assert resumed.status == "completed"
+    assert resumed.result["close"] == "reopen"
+
+
+def pick_json(call: str, **args: object) -> str:
+    return json.dumps({"call": call, "args": args} if args else {"call": call})
