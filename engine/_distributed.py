@@ -41,7 +41,7 @@ from engine._queue import (
     stop_when_idle,
 )
 from engine.models import Model, model_from_string
-from engine.store import PostgresStore, Run, Store
+from engine.store import PostgresStore, Run, RunErrorInfo, Store
 
 if TYPE_CHECKING:
     from procrastinate import App
@@ -234,6 +234,11 @@ async def _execute(
     if order is None and run.status in _STOPPED:
         return  # a late duplicate of a job that already ran
     _check_lease(run, engine.owner)
+    try:
+        FLOWS.find(run.flow)  # what engine.resume would look up, before it touches the run
+    except LookupError as exc:
+        await _flow_missing(engine, run, exc)
+        return
     order = order or {}
     model = models(order["model"]) if order.get("model") else None
     try:
@@ -249,6 +254,34 @@ async def _execute(
         raise
     except DecisionError as exc:  # a human pick that does not fit: the run stays as it was
         log.warning("resume_pick_rejected", run_id=run_id, kind=exc.kind, detail=exc.detail)
+
+
+async def _flow_missing(engine: Engine, run: Run, exc: LookupError) -> None:
+    """Fail a run this worker cannot start because its flow does not import here.
+
+    A queued run (or one taken from a dead owner) would otherwise stay queued for good: its
+    job fails and no later worker sees it. Failed, it says why and resumes like any other
+    once the workers can import the flow. A stopped run asked to resume is left as it was.
+    """
+    message = (
+        f"worker {engine.owner} cannot import flow {run.flow!r}; make its module importable "
+        f"on the workers (PYTHONPATH), then resume the run with "
+        f"`engine submit --resume {run.run_id}`"
+    )
+    log.warning("flow_not_importable", run_id=run.run_id, flow=run.flow, reason=str(exc))
+    if run.status not in ("queued", "running"):
+        return
+    failed = run.model_copy(
+        update={
+            "status": "failed",
+            "error": RunErrorInfo(kind="LookupError", message=message),
+            "owner": None,
+            "lease_expires_at": None,
+            "finished_at": time.time(),
+        }
+    )
+    if await engine.store.update_run(failed, expected_version=run.version) is None:
+        log.info("flow_not_importable_run_moved", run_id=run.run_id)  # another worker has it
 
 
 def _id_of(item: Any, run_id: Callable[[Any], str] | None) -> str:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -10,7 +14,8 @@ from typer.testing import CliRunner
 
 from engine.cli import app
 
-EXAMPLES = Path(__file__).parents[2] / "examples" / "data" / "tickets.jsonl"
+ROOT = Path(__file__).parents[2]
+EXAMPLES = ROOT / "examples" / "data" / "tickets.jsonl"
 
 
 @pytest.fixture
@@ -95,3 +100,53 @@ def test_resume_on_worker_hands_the_resume_to_a_worker(store_url: str, tickets: 
     assert code == 0, err
     code, out, _ = _engine("show", stuck[0], "--json", "--store", store_url)
     assert json.loads(out)["run"]["status"] == "completed"
+
+
+def _flow_module(folder: Path) -> str:
+    """Write a one-flow module in ``folder`` (importable only with it on the path); its name."""
+    name = f"probe_flows_{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    (folder / f"{name}.py").write_text(
+        "async def shout(ticket: dict[str, str]) -> str:\n    return ticket['text'].upper()\n"
+    )
+    return name
+
+
+def _worker_process(store_url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A one-shot worker in a process of its own, whose path lacks the submitter's folders."""
+    keep = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENGINE_STORE")}
+    return subprocess.run(
+        [sys.executable, "-m", "engine", "worker", "--store", store_url, "--one-shot"],
+        cwd=cwd,
+        env={**keep, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_worker_that_cannot_import_the_flow_fails_the_run_and_a_resume_completes_it(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = _flow_module(tmp_path / "mine")
+    monkeypatch.syspath_prepend(str(tmp_path / "mine"))
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"id": "p-1", "text": "hi"}\n')
+    code, _, err = _engine("submit", f"{module}:shout", "-i", str(inputs), "--store", store_url)
+    assert code == 0, err
+    (tmp_path / "elsewhere").mkdir()
+    ran = _worker_process(store_url, tmp_path / "elsewhere")
+    assert ran.returncode == 0, ran.stderr
+    code, out, _ = _engine("show", "p-1", "--json", "--store", store_url)
+    run = json.loads(out)["run"]
+    assert (run["status"], run["error"]["kind"]) == ("failed", "LookupError")
+    assert f"{module}:shout" in run["error"]["message"]
+    assert "engine submit --resume p-1" in run["error"]["message"]
+    code, out, err = _engine("submit", "--resume", "p-1", "--store", store_url)
+    assert code == 0, err
+    code, _, err = _engine("worker", "--store", store_url, "--one-shot")
+    assert code == 0, err
+    code, out, _ = _engine("show", "p-1", "--json", "--store", store_url)
+    run = json.loads(out)["run"]
+    assert (run["status"], run["result"], run["resumes"]) == ("completed", "HI", 1)
