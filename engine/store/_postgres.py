@@ -333,10 +333,11 @@ class PostgresStore:
             raise ImportError(_INSTALL_HINT) from exc
         # Not autocommit=True in kwargs: procrastinate opens its LISTEN connection with these
         # kwargs and its own autocommit=True. The schema goes in the startup options, so
-        # that connection, too, finds procrastinate's tables in it.
+        # that connection, too, finds procrastinate's tables in it. Quoted, as the migration
+        # creates it: unquoted, the server would fold a mixed-case name to lower case.
         kwargs: dict[str, Any] = {}
         if self.schema is not None:
-            kwargs["options"] = f"-c search_path={self.schema}"
+            kwargs["options"] = f'-c search_path="{self.schema}"'
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             self.dsn,
             min_size=self.pool_min,

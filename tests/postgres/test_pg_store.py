@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+
 import anyio
 import psycopg
 import pytest
@@ -108,3 +111,31 @@ async def test_engine_runs_and_resumes_on_postgres(pg_dsn: str, pg_schema: str) 
         assert (done.status, done.result) == ("completed", "t001:refunded 5.0 for t001")
         assert (await store.load_trace("t001") or {}).get("nodes")
     await pg_flows.close()
+
+
+@pytest.fixture
+def mixed_case_schema(pg_dsn: str) -> Iterator[str]:
+    """A schema name with capitals, dropped (quoted, as it was created) afterwards."""
+    name = f"Probe_Upper_{uuid.uuid4().hex[:8]}"
+    yield name
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+async def test_a_mixed_case_schema_keeps_its_case(pg_dsn: str, mixed_case_schema: str) -> None:
+    import pg_flows
+
+    from engine.distributed import submit
+
+    async with PostgresStore(f"{pg_dsn}?schema={mixed_case_schema}") as store:
+        await store.create_run(Run(run_id="r1", flow="m:f"))
+        await submit(store, pg_flows.ticket_flow, ["t001"], run_id=lambda t: t)
+    async with await psycopg.AsyncConnection.connect(pg_dsn, autocommit=True) as conn:
+        cursor = await conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+            [mixed_case_schema],
+        )
+        tables = {name for (name,) in await cursor.fetchall()}
+    assert {"engine_runs", "procrastinate_jobs"} <= tables
+    async with PostgresStore(pg_dsn, schema=mixed_case_schema) as again:
+        assert [r.run_id for r in await again.list_runs()] == ["r1", "t001"]
