@@ -338,6 +338,7 @@ class PostgresStore:
         kwargs: dict[str, Any] = {}
         if self.schema is not None:
             kwargs["options"] = f'-c search_path="{self.schema}"'
+        await io.reach(self.dsn, kwargs, self.timeout_s, repr(self))
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             self.dsn,
             min_size=self.pool_min,

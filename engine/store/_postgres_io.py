@@ -6,12 +6,15 @@ psycopg is imported inside the functions that need it, so the package imports wi
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import anyio
 
 from engine._errors import JournalError
 from engine.store import _postgres_sql as sql
@@ -30,11 +33,14 @@ __all__ = [
     "masked",
     "migrate",
     "pipelined",
+    "reach",
     "split_schema",
     "translated",
 ]
 
 Rows = list[tuple[Any, ...]]
+#: The longest a first connection waits for a host that does not answer, in seconds.
+_CONNECT_S = 10.0
 
 
 async def migrate(pool: AsyncConnectionPool[Any], schema: str | None, where: str) -> None:
@@ -60,6 +66,49 @@ async def migrate(pool: AsyncConnectionPool[Any], schema: str | None, where: str
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [str(len(sql.MIGRATIONS))],
         )
+
+
+async def reach(dsn: str, kwargs: dict[str, Any], timeout_s: float, where: str) -> None:
+    """Connect once, directly, and close: a bad DSN fails now, with its cause.
+
+    A pool retries a failing connection in the background until its own timeout, and tells
+    only that it timed out; one direct attempt says why (a refused port, a missing database,
+    an unknown host) at once.
+
+    Raises:
+        JournalError: The server cannot be reached, or refuses this DSN.
+    """
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        raise JournalError(f"{where} has a bad DSN: {_one_line(exc, dsn)}") from None
+    # libpq counts whole seconds per host tried; a host that never answers costs this much.
+    wait = given.get("connect_timeout") or max(2, math.ceil(min(timeout_s, _CONNECT_S)))
+    try:
+        with anyio.fail_after(timeout_s):
+            conn = await psycopg.AsyncConnection.connect(dsn, connect_timeout=wait, **kwargs)
+    except TimeoutError as exc:
+        raise JournalError(f"{where} did not answer within timeout_s={timeout_s}") from exc
+    except psycopg.Error as exc:
+        raise JournalError(f"{where} cannot connect: {_one_line(exc, dsn)}") from exc
+    await conn.close()
+
+
+def _one_line(error: BaseException, dsn: str) -> str:
+    """The driver's message on one line, without the DSN's password."""
+    text = " ".join(part.strip() for part in str(error).splitlines() if part.strip())
+    password = _password(dsn)
+    return text.replace(password, "***") if password else text
+
+
+def _password(dsn: str) -> str | None:
+    if "://" in dsn:
+        return urlsplit(dsn).password
+    found = re.search(r"password\s*=\s*(\S+)", dsn)
+    return found.group(1) if found else None
 
 
 async def autocommit(conn: AsyncConnection[Any]) -> None:

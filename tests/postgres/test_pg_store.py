@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -63,6 +64,34 @@ async def test_an_unreachable_server_is_a_journal_error() -> None:
     with pytest.raises(JournalError, match=r"did not answer|failed"):
         await store.get_run("r1")
     await store.close()
+
+
+@pytest.mark.parametrize(
+    ("dsn", "cause"),
+    [
+        pytest.param("postgresql://postgres:s3cret-pw@127.0.0.1:1/test", "refused", id="port"),
+        pytest.param(
+            "postgresql://postgres:s3cret-pw@127.0.0.1:5432/no_such_db_here",
+            'database "no_such_db_here" does not exist',
+            id="database",
+        ),
+        pytest.param(
+            "postgresql://postgres:s3cret-pw@no-such-host.invalid:5432/test",
+            "no-such-host.invalid",
+            id="host",
+        ),
+    ],
+)
+async def test_a_bad_dsn_fails_at_once_with_its_cause(pg_dsn: str, dsn: str, cause: str) -> None:
+    store = PostgresStore(dsn)  # the default timeout_s: 30 s
+    started = time.monotonic()
+    with pytest.raises(JournalError, match="cannot connect") as raised:
+        await store.get_run("r1")
+    await store.close()
+    assert time.monotonic() - started < 10
+    assert cause in str(raised.value)
+    assert "s3cret-pw" not in str(raised.value)
+    assert "postgres:***@" in str(raised.value)
 
 
 @pytest.mark.parametrize(
