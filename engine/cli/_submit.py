@@ -8,6 +8,7 @@ run the same way.
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ from engine.cli._run import StoreOpt
 from engine.cli._stores import open_store
 from engine.store import PostgresStore, Store
 
-__all__ = ["queue_resume", "require_postgres", "submit_command"]
+__all__ = ["queue_resume", "require_postgres", "require_queue", "submit_command"]
 
 
 def submit_command(
@@ -79,6 +80,7 @@ async def _submit(
     max_concurrency: int | None,
     id_field: str,
 ) -> None:
+    require_queue("engine submit")
     found = load_flow(spec)
     records: list[Record] = []
     skipped: list[BadLine] = []
@@ -110,6 +112,7 @@ async def _submit(
 async def queue_resume(
     url: str, run_id: str, pick: str | None, model: str | None, max_retries: int | None
 ) -> None:
+    require_queue("a queued resume")
     if model is not None:
         choose_model(model)  # a typo fails here, not later on a worker
     human = _parse_pick(pick) if pick is not None else None
@@ -142,3 +145,14 @@ def require_postgres(store: Store, url: str, command: str) -> PostgresStore:
             "--store postgresql://user@host:5432/dbname (or set ENGINE_STORE)"
         )
     return store
+
+
+def require_queue(command: str) -> None:
+    """Stop unless procrastinate imports: submits, workers and queued resumes go through it."""
+    try:
+        importlib.import_module("procrastinate")
+    except ImportError as exc:
+        fail(
+            f"{command} needs procrastinate, the PostgreSQL task queue ({exc}); install the "
+            'postgres extra: pip install -e ".[postgres]"'
+        )

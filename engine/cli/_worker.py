@@ -17,7 +17,7 @@ from engine.cli._common import DEFAULT_STORE, err, note, run_async
 from engine.cli._models import choose_model
 from engine.cli._run import ConcurrencyOpt, ModelOpt, StoreOpt
 from engine.cli._stores import open_store
-from engine.cli._submit import require_postgres
+from engine.cli._submit import require_postgres, require_queue
 from engine.models import Model
 
 __all__ = ["worker_command"]
@@ -50,6 +50,7 @@ def worker_command(
         return choose_model(spec).model
 
     async def body() -> None:
+        require_queue("engine worker")
         async with open_store(store) as opened:
             pg = require_postgres(opened, store, "engine worker")
             engine = Engine(model=chosen.model, store=pg, lease_s=lease)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
+import anyio
+import pytest
 from cli_support import CLEAN, FAULTY, Cli
+
+from engine.store import PostgresStore, Run
 
 
 def test_run_show_resume_graph_on_postgres(
@@ -30,3 +35,35 @@ def test_run_show_resume_graph_on_postgres(
         for line in cli("runs", "--json", *args, store=False).stdout.splitlines()
     }
     assert statuses == {"completed"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["submit", "ticket_routing", "-i", "tickets.jsonl"], id="submit"),
+        pytest.param(["submit", "--resume", "T-1"], id="submit-resume"),
+        pytest.param(["worker", "--one-shot"], id="worker"),
+        pytest.param(["resume", "T-1", "--on-worker"], id="resume-on-worker"),
+    ],
+)
+def test_queue_commands_without_procrastinate_say_how_to_install_it(
+    cli: Cli,
+    tickets: Path,
+    pg_dsn: str,
+    pg_schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+) -> None:
+    store = f"{pg_dsn}?schema={pg_schema}"
+    anyio.run(_a_failed_run, store)
+    monkeypatch.setitem(sys.modules, "procrastinate", None)  # import procrastinate fails
+    result = cli(*args, "--store", store, store=False)
+    assert result.exit_code == 2, result.output
+    assert "error:" in result.stderr
+    assert 'pip install -e ".[postgres]"' in " ".join(result.stderr.split())
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+async def _a_failed_run(url: str) -> None:
+    async with PostgresStore(url) as store:
+        await store.create_run(Run(run_id="T-1", flow="flows.ticket_routing:x", status="failed"))
