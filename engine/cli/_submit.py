@@ -22,7 +22,7 @@ from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, run_async,
 from engine.cli._inputs import BadLine, Record, load_flow, read_records
 from engine.cli._models import choose_model
 from engine.cli._run import StoreOpt
-from engine.cli._stores import open_store
+from engine.cli._stores import find_run, open_store
 from engine.store import PostgresStore, Store
 
 __all__ = ["queue_resume", "require_postgres", "require_queue", "submit_command"]
@@ -46,7 +46,11 @@ def submit_command(
         str, typer.Option(help="The record field used as run id (so resubmits queue nothing).")
     ] = "id",
     resume: Annotated[
-        str | None, typer.Option("--resume", help="Queue a resume of this stopped run instead.")
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Queue a resume of this stopped run (or a unique start of its id) instead.",
+        ),
     ] = None,
     pick: Annotated[
         str | None, typer.Option(help='With --resume: decide by hand, as JSON {"call": ...}.')
@@ -118,9 +122,10 @@ async def queue_resume(
     human = _parse_pick(pick) if pick is not None else None
     async with open_store(url) as opened:
         pg = require_postgres(opened, url, "engine submit --resume")
+        run_id = (await find_run(pg, run_id, url)).run_id  # a unique start of the id will do
         try:
             await request_resume(pg, run_id, pick=human, model=model, max_retries=max_retries)
-        except KeyError:
+        except KeyError:  # deleted since
             fail(f"no run {run_id!r} in {url}; list the stored runs with `engine runs`")
         except (ValueError, RunConflictError) as exc:
             fail(str(exc))

@@ -150,3 +150,27 @@ def test_a_worker_that_cannot_import_the_flow_fails_the_run_and_a_resume_complet
     code, out, _ = _engine("show", "p-1", "--json", "--store", store_url)
     run = json.loads(out)["run"]
     assert (run["status"], run["result"], run["resumes"]) == ("completed", "HI", 1)
+
+
+def test_resume_on_worker_takes_a_unique_start_of_a_run_id(store_url: str, tmp_path: Path) -> None:
+    lines = [json.loads(line) for line in EXAMPLES.read_text().splitlines()[:3]]
+    for line, run_id in zip(lines, ["alpha-7", "alpha-8", "beta-9"], strict=True):
+        line["id"] = run_id
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, _, err = _engine("submit", "ticket_routing", "-i", str(inputs), "--store", store_url)
+    assert code == 0, err
+    faulty = "simulated:seed=3,faults=1.0"
+    code, _, err = _engine("worker", "--store", store_url, "--one-shot", "-m", faulty)
+    assert code == 0, err
+    code, _, err = _engine("resume", "alpha", "--on-worker", "--store", store_url)
+    assert code == 2
+    assert "'alpha' is the start of 2 run ids" in " ".join(err.split())
+    code, out, err = _engine("resume", "be", "--on-worker", "--store", store_url)
+    assert code == 0, err
+    assert "queued a resume of run beta-9" in " ".join(out.split())
+    code, _, err = _engine("worker", "--store", store_url, "--one-shot", "-m", "simulated:seed=11")
+    assert code == 0, err
+    code, out, _ = _engine("runs", "--json", "--store", store_url)
+    statuses = {r["run_id"]: r["status"] for r in map(json.loads, out.splitlines())}
+    assert statuses == {"alpha-7": "suspended", "alpha-8": "suspended", "beta-9": "completed"}
