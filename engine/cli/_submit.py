@@ -36,8 +36,12 @@ def submit_command(
         Path | None, typer.Option("--input", "-i", help="A JSONL file: one flow input per line.")
     ] = None,
     store: StoreOpt = DEFAULT_STORE,
-    queue: Annotated[str, typer.Option(help="The queue the runs' jobs go to.")] = DEFAULT_QUEUE,
-    priority: Annotated[int, typer.Option(help="Higher runs first among waiting jobs.")] = 0,
+    queue: Annotated[
+        str | None, typer.Option(help=f"The queue the runs' jobs go to (default: {DEFAULT_QUEUE}).")
+    ] = None,
+    priority: Annotated[
+        int | None, typer.Option(help="Higher runs first among waiting jobs (default: 0).")
+    ] = None,
     max_concurrency: Annotated[
         int | None,
         typer.Option(min=1, help="The most runs of this flow in flight across all workers."),
@@ -66,13 +70,19 @@ def submit_command(
     if resume is not None:
         if flow is not None or input is not None:
             abort("--resume RUN_ID queues a resume; give no FLOW or --input with it")
+        if queue is not None or priority is not None or max_concurrency is not None:
+            abort(
+                "--queue, --priority and --max-concurrency go with FLOW --input: a resume is "
+                "queued on the queue, priority and lane it was submitted with"
+            )
         run_async(lambda: queue_resume(store, resume, pick, model, max_retries))
         return
     if flow is None or input is None:
         abort("give FLOW and --input FILE.jsonl, or --resume RUN_ID")
     if pick or model or max_retries is not None:
         abort("--pick, --model and --max-retries go with --resume RUN_ID")
-    run_async(lambda: _submit(store, flow, input, queue, priority, max_concurrency, id_field))
+    queue = DEFAULT_QUEUE if queue is None else queue
+    run_async(lambda: _submit(store, flow, input, queue, priority or 0, max_concurrency, id_field))
 
 
 async def _submit(

@@ -70,6 +70,21 @@ def test_submit_then_a_one_shot_worker_completes_the_runs(store_url: str, ticket
             "go with --resume",
             id="pick-without-resume",
         ),
+        pytest.param(
+            ["submit", "--resume", "ghost", "--priority", "3", "--queue", "other"],
+            "--queue, --priority and --max-concurrency",
+            id="dispatch-with-resume",
+        ),
+        pytest.param(
+            ["submit", "--resume", "ghost", "--queue", "engine"],
+            "the queue, priority and lane it was submitted with",
+            id="default-queue-with-resume",
+        ),
+        pytest.param(
+            ["submit", "--resume", "ghost", "--max-concurrency", "2"],
+            "--queue, --priority and --max-concurrency",
+            id="limit-with-resume",
+        ),
     ],
 )
 def test_submit_errors_name_the_fix(store_url: str, args: list[str], message: str) -> None:
