@@ -10,7 +10,7 @@ a decision offered, its pick, attempts and failure kinds).
 The export reads the stored trace, so it runs after the fact (a finished run, or a run
 read back from any store) and costs the run itself nothing. Spans go to the tracer
 provider the application configured (``opentelemetry-sdk`` with any exporter). Needs the
-``otel`` extra: ``pip install "engine[otel]"``.
+``otel`` extra: ``pip install -e ".[otel]"``.
 """
 
 from __future__ import annotations

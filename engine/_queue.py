@@ -33,9 +33,7 @@ __all__ = [
 
 #: The name of the one procrastinate task that executes runs.
 TASK = "engine.execute_run"
-_INSTALL_HINT = (
-    'distributed runs need procrastinate; install it with: pip install "engine[postgres]"'
-)
+_INSTALL_HINT = 'distributed runs need procrastinate; install it with: pip install -e ".[postgres]"'
 # procrastinate wakes idle workers when a job is inserted, not when a lock frees up, so a job
 # waiting behind its flow's lock would wait for the next poll. This trigger sends the same
 # "job_inserted" notice on procrastinate's channels when a job holding a lock leaves

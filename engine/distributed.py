@@ -2,7 +2,7 @@
 
 procrastinate dispatches one job per run; the :class:`~engine.store.PostgresStore` journal
 in the same database lets any worker resume a run another one started. See
-``docs/postgres.md``. Needs the ``postgres`` extra (``pip install "engine[postgres]"``).
+``docs/postgres.md``. Needs the ``postgres`` extra (``pip install -e ".[postgres]"``).
 """
 
 from engine._distributed import DEFAULT_QUEUE, TASK, request_resume, submit, worker

@@ -1,6 +1,6 @@
 """OpenTelemetry export of run traces, following the GenAI semantic conventions.
 
-Needs the ``otel`` extra (``pip install "engine[otel]"``) and a tracer provider configured
+Needs the ``otel`` extra (``pip install -e ".[otel]"``) and a tracer provider configured
 by the application (``opentelemetry-sdk`` with an exporter). Then::
 
     from engine.otel import export_run

@@ -105,9 +105,7 @@ def _postgres(spec: StoreURL) -> Store:
     try:
         postgres = getattr(stores, "PostgresStore", None)
     except ImportError as exc:  # the store is there, its driver is not
-        fail(
-            f"--store {spec.url!r} needs the postgres extra: pip install 'engine[postgres]' ({exc})"
-        )
+        fail(f"--store {spec.url!r} needs the postgres extra: pip install -e '.[postgres]' ({exc})")
     if postgres is None:
         fail(
             f"--store {spec.url!r}: this build has no PostgreSQL store; use an SQLite file "

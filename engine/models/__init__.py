@@ -1,7 +1,7 @@
 """Model providers behind one protocol, and the fakes tests and demos run on.
 
-The provider SDKs are optional extras (``pip install "engine[openai]"``,
-``"engine[anthropic]"``), imported at a model's first call, so this package imports
+The provider SDKs are optional extras (``pip install -e ".[openai]"``,
+``".[anthropic]"``), imported at a model's first call, so this package imports
 without them.
 """
 

@@ -85,7 +85,7 @@ class AnthropicModel(SDKModel):
             import anthropic
         except ImportError as exc:
             raise ModelError(
-                "AnthropicModel needs the anthropic SDK: pip install 'engine[anthropic]'",
+                "AnthropicModel needs the anthropic SDK: pip install -e '.[anthropic]'",
                 provider=_PROVIDER,
             ) from exc
         base_url = self._endpoint("ANTHROPIC_BASE_URL", _PROVIDER)

@@ -109,7 +109,7 @@ class OpenAIModel(SDKModel):
             import openai
         except ImportError as exc:
             raise ModelError(
-                "OpenAIModel needs the openai SDK: pip install 'engine[openai]'",
+                "OpenAIModel needs the openai SDK: pip install -e '.[openai]'",
                 provider=_PROVIDER,
             ) from exc
         base_url = self._endpoint("OPENAI_BASE_URL", _PROVIDER)

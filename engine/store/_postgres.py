@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore"]
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-_INSTALL_HINT = 'PostgresStore needs psycopg 3; install it with: pip install "engine[postgres]"'
+_INSTALL_HINT = 'PostgresStore needs psycopg 3; install it with: pip install -e ".[postgres]"'
 
 
 class PostgresStore:
