@@ -20,7 +20,7 @@ import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from engine._context import current_node, current_run_id
-from engine._secrets import MASK, env_secrets, is_secret_key, mask_value
+from engine._secrets import MASK, is_secret_key, known_secrets, mask_value
 
 __all__ = [
     "LogLevel",
@@ -36,7 +36,7 @@ def redact_secrets(logger: WrappedLogger, method: str, event: EventDict) -> Even
     """Mask secrets in an event: credential-named keys, secret env values, key shapes."""
     # Read the environment at every event: a key set after logging was configured must
     # still never reach a log.
-    secrets = env_secrets()
+    secrets = known_secrets()
     for key, value in list(event.items()):
         event[key] = MASK if is_secret_key(key) else mask_value(value, secrets)
     return event

@@ -11,7 +11,15 @@ import os
 import re
 from collections.abc import Iterable, MutableMapping
 
-__all__ = ["MASK", "env_secrets", "is_secret_key", "mask_secrets", "mask_value"]
+__all__ = [
+    "MASK",
+    "env_secrets",
+    "is_secret_key",
+    "known_secrets",
+    "mask_secrets",
+    "mask_value",
+    "remember_secret",
+]
 
 MASK = "***"
 _SECRET_KEY = re.compile(
@@ -35,9 +43,24 @@ def env_secrets(environ: MutableMapping[str, str] | None = None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+# Secrets handed to the engine directly (a model's api_key=), masked like the environment's.
+_REMEMBERED: set[str] = set()
+
+
+def remember_secret(value: str | None) -> None:
+    """Mask ``value`` from now on wherever the engine writes (a key given as an argument)."""
+    if value and len(value) >= _MIN_SECRET_LEN:
+        _REMEMBERED.add(value)
+
+
+def known_secrets() -> list[str]:
+    """Return the secret values to mask: the environment's and those remembered, longest first."""
+    return sorted({*env_secrets(), *_REMEMBERED}, key=len, reverse=True)
+
+
 def mask_secrets(text: str) -> str:
     """Return ``text`` with anything that looks like a secret replaced by ``***``."""
-    masked = mask_value(text, env_secrets())
+    masked = mask_value(text, known_secrets())
     assert isinstance(masked, str)
     return masked
 

@@ -10,6 +10,7 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from engine._errors import AuthenticationError, ModelError
+from engine._secrets import remember_secret
 from engine.models._wire import short
 
 __all__ = ["SDKModel", "key_or_none", "missing_key", "url_problem"]
@@ -37,6 +38,7 @@ class SDKModel:
         self.base_url = base_url
         self.timeout = timeout
         self._api_key = api_key
+        remember_secret(api_key)  # never written out: logs, stored errors and tracebacks
         self._given = client
         self._client: Any = None
 

@@ -188,3 +188,15 @@ async def test_secrets_in_provider_errors_never_reach_the_stored_run_or_journal(
 
 async def _no_sleep(seconds: float) -> None:
     return None
+
+
+def test_a_key_given_to_a_model_is_masked_like_an_environment_key() -> None:
+    from engine.models import AnthropicModel, OpenAIModel
+
+    OpenAIModel("gpt-4o-mini", api_key="plain-openai-value-4242")
+    AnthropicModel("claude-sonnet-4-6", api_key="plain-anthropic-value-4242")
+
+    text = mask_secrets("401: key plain-openai-value-4242 / plain-anthropic-value-4242 refused")
+
+    assert "plain-" not in text
+    assert text == f"401: key {MASK} / {MASK} refused"
