@@ -53,6 +53,10 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
             if not tg.cancel_scope.cancel_called:  # else: raised by the cancel's cleanup
                 failed.append(exc)
                 tg.cancel_scope.cancel()
+        except BaseException:  # cancelled: a sibling failed, or the run was stopped
+            if node is not None:
+                node.close("cancelled")
+            raise
 
     try:
         async with anyio.create_task_group() as tg:
@@ -60,7 +64,8 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
                 tg.start_soon(one, index, branch)
     finally:
         if group is not None:
-            group.close("error" if failed else "ok")
+            cut = any(n is not None and n.status == "cancelled" for n in nodes)
+            group.close("error" if failed else "cancelled" if cut else "ok")
     if failed:
         raise failed[0]
     return results

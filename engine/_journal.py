@@ -265,7 +265,9 @@ class JournalHooks(Hooks):
             raise
         finally:
             node.key = key
-        await self._write_pick(key, fingerprint, menu, pick, _actor(node))
+        attempts, actor = int(node.data.get("attempts", 1)), _actor(node)
+        node.data["actor"] = actor
+        await self._write_pick(key, fingerprint, menu, pick, actor, attempts)
         return pick
 
     def _replay_pick(self, record: JournalRecord, fingerprint: str, menu: Menu, node: Node) -> Pick:
@@ -286,6 +288,8 @@ class JournalHooks(Hooks):
             ) from None
         node.data["replayed"] = True
         node.data["attempts"] = data.get("attempts", 1)
+        if record.actor is not None:
+            node.data["actor"] = record.actor
         return pick
 
     async def _human_pick(self, node: Node, menu: Menu, fingerprint: str) -> Pick:
@@ -306,8 +310,8 @@ class JournalHooks(Hooks):
             raise error from None
         if self.probe:
             raise ProbeDone
-        node.data["attempts"] = 0
-        await self._write_pick(node.key, fingerprint, menu, pick, "human")
+        node.data["attempts"], node.data["actor"] = 0, "human"
+        await self._write_pick(node.key, fingerprint, menu, pick, "human", 0)
         return pick
 
     def _replayed_failure(self, key: str, fingerprint: str, menu: Menu) -> DecisionError:
@@ -325,10 +329,11 @@ class JournalHooks(Hooks):
         return error
 
     async def _write_pick(
-        self, key: str, fingerprint: str, menu: Menu, pick: Pick, actor: str
+        self, key: str, fingerprint: str, menu: Menu, pick: Pick, actor: str, attempts: int
     ) -> None:
         args = to_json(pick.args, what=f"the arguments of the pick at {key!r}")
-        data = {"call": pick.option.name, "args": args, "options": menu.names}
+        # The attempts and who picked travel with the pick, so a replay shows them as they were.
+        data = {"call": pick.option.name, "args": args, "options": menu.names, "attempts": attempts}
         record = JournalRecord(
             key=key, kind="pick", fingerprint=fingerprint, actor=actor, data=data
         )

@@ -335,7 +335,8 @@ class Runtime:
             node.fail(exc)
             raise
         usage = response.usage
-        node.add_usage(usage.input_tokens, usage.output_tokens)
+        if not node.data.get("replayed"):  # a replayed reply cost nothing this time
+            node.add_usage(usage.input_tokens, usage.output_tokens)
         node.close(
             "ok",
             model=response.model,

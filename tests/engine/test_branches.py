@@ -6,6 +6,8 @@ import anyio
 import pytest
 
 import engine
+from engine._context import using_node
+from engine._trace import Trace
 
 
 async def test_gather_returns_results_in_argument_order() -> None:
@@ -48,3 +50,20 @@ async def test_map_keeps_order_and_its_concurrency() -> None:
 
     assert await engine.map(square, range(8), concurrency=3) == [x * x for x in range(8)]
     assert peak == 3
+
+
+async def test_gather_closes_the_branches_it_cancelled() -> None:
+    trace = Trace()
+    root = trace.open("frame", "flow", parent=None)
+
+    async def slow() -> None:
+        await anyio.sleep(5)
+
+    async def fail() -> None:
+        raise ValueError("no")
+
+    with using_node(root), anyio.fail_after(2), pytest.raises(ValueError, match="no"):
+        await engine.gather(slow(), fail())
+
+    branches = {n.name: n.status for n in trace.nodes if n.kind == "branch"}
+    assert branches == {"gather": "error", "0": "cancelled", "1": "error"}

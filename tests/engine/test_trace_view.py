@@ -6,7 +6,7 @@ import json
 
 import support_flows as sf
 
-from engine import Engine
+from engine import Engine, Runtime, agentic_function, decision
 from engine._trace_view import render_trace, trace_lines
 from engine.models import ScriptedModel
 from engine.store import MemoryStore
@@ -110,3 +110,49 @@ async def test_a_resumed_run_keeps_the_trace_of_its_earlier_execution() -> None:
     assert len(roots) == 2  # one tree per execution, the earlier one first
     assert roots[0].status == "suspended"
     assert roots[1].status == "ok"
+
+
+async def test_a_replayed_decision_keeps_its_attempts_and_who_picked() -> None:
+    store = MemoryStore()
+    # The first decision takes a re-pick; the third one fails and the run suspends.
+    first = Engine(
+        model=ScriptedModel(["hm", pick("billing"), pick("hold"), "?", "??"]), store=store
+    )
+    await first.run(sf.three_decisions, "t", run_id="r")
+    resumed = await Engine(model=ScriptedModel([]), store=store).resume("r", pick={"call": "close"})
+    assert resumed.status == "completed"
+    again = await first.trace("r")
+    assert again is not None
+    decisions = [n for n in again["nodes"] if n["kind"] == "decision"]
+    assert [(n["data"]["attempts"], n["data"]["actor"]) for n in decisions] == [
+        (2, "repick"),
+        (1, "model"),
+        (0, "human"),
+    ]
+
+
+@agentic_function
+async def summarise_then_close(ticket: str, runtime: Runtime | None = None) -> str:
+    assert runtime is not None
+    summary: str = await runtime.exec(f"Summarise {ticket}.")
+    close: str = await decision.make("Close?", ["close", "keep"])
+    return f"{summary}/{close}"
+
+
+async def test_a_replayed_model_call_adds_no_tokens_to_the_trace() -> None:
+    store = MemoryStore()
+    first = Engine(model=ScriptedModel(["a summary", "?", "??"]), store=store)
+    await first.run(summarise_then_close, "t", run_id="r")
+    resumed = await Engine(model=ScriptedModel([pick("close")]), store=store).resume("r")
+    assert resumed.status == "completed"
+    trace = await first.trace("r")
+    assert trace is not None
+    turn = next(n for n in trace["nodes"] if n["name"] == "turn")
+    assert turn["data"]["replayed"] is True
+    assert turn["usage"] == {}  # the reply came from the journal: no tokens were spent
+    spent = sum(
+        n["usage"].get("input_tokens", 0) + n["usage"].get("output_tokens", 0)
+        for execution in [*trace["earlier"], trace]
+        for n in execution["nodes"]
+    )
+    assert spent == resumed.usage.total_tokens
