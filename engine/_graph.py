@@ -2,15 +2,24 @@
 
 A *decision point* is one decision of the flow's code, named by its trace key with the run
 root dropped and branch indices folded (``route_ticket:0/gather:0/*/check_line_item:0/
-decision:0``), so the same decision in every run and every branch of an ``engine.map`` is
-one point. For each point the graph counts visits, the options offered and picked, the
-attempts each pick took, and the decisions that failed (``DecisionError``) with their
-failure kinds. An outcome leads to the next decision the run took after it, or to the
-run's final status. A decision that failed and was later resumed past (its failure is in
-the journal, its final trace holds the pick that came after) counts as a visit that ended
-in ``DecisionError`` and led to ``resumed``.
+decision:0 [bad, ok]``), so the same decision in every run and every branch of an
+``engine.map`` is one point. A folded key ends with the options the decision offered: the
+branches of an ``engine.gather`` may each run other code, and two decisions there share a
+point only when they offer the same options. For each point the graph counts visits, the
+options offered and picked, the attempts each pick took, and the decisions that failed
+(``DecisionError``) with their failure kinds. An outcome leads to the next decision the run
+took after it, or to the run's final status: :attr:`DecisionPoint.next` after a pick,
+:attr:`DecisionPoint.next_failed` after a failure (kept apart, as an option may be named
+like a failure).
 
-Built from stored traces (:meth:`Engine.trace`), so it needs no journal and no live run.
+A decision that failed and was later resumed past counts as a visit that ended in
+``DecisionError`` and led to ``resumed``. Its failure is read from the run's journal (every
+``decision_failed`` record, from every execution, even one that died before it stored its
+trace); the final trace shows only the last failure of a decision that still ends in one.
+Each journaled failure is placed at its decision in the final trace, or else in the latest
+earlier execution (``trace["earlier"]``) that reached it.
+
+Built from stored traces (:meth:`Engine.trace`) and, for resumed runs, their journals.
 """
 
 from __future__ import annotations
@@ -40,6 +49,9 @@ class OptionStats:
     offered: int = 0
     picked: int = 0
     attempts: list[int] = field(default_factory=list)
+    #: Who made each pick, in the order of :attr:`attempts`: ``model``, ``repick``, ``retry``
+    #: or ``human``.
+    actors: list[str] = field(default_factory=list)
 
     @property
     def median_attempts(self) -> float | None:
@@ -54,7 +66,7 @@ class OptionStats:
     @property
     def by_human(self) -> int:
         """How many picks of this option were a person's (``resume(pick=...)``)."""
-        return sum(1 for a in self.attempts if a == 0)
+        return self.actors.count("human")
 
 
 @dataclass(slots=True)
@@ -71,8 +83,11 @@ class DecisionPoint:
     error_kinds: Counter[str] = field(default_factory=Counter)
     error_attempts: list[int] = field(default_factory=list)
     other: Counter[str] = field(default_factory=Counter)
-    #: (outcome, next decision point key or ``end:<status>``) -> count.
+    #: (picked option, next decision point key or ``end:<status>``) -> count.
     next: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: (how a visit failed: ``DecisionError`` or another outcome, next decision point key,
+    #: ``end:<status>`` or ``resumed``) -> count.
+    next_failed: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     @property
     def error_rate(self) -> float:
@@ -89,11 +104,12 @@ class DecisionPoint:
 
 @dataclass(frozen=True, slots=True)
 class EarlierFailure:
-    """A ``DecisionError`` a run got past by a resume: the decision's key, kind, attempts."""
+    """A journaled ``DecisionError``: the decision's key, kind, attempts and options."""
 
     key: str
     kind: str
     attempts: int = 1
+    options: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -101,12 +117,14 @@ class _Visit:
     """One decision node of one trace, with what the graph needs from it.
 
     ``branches`` lists the concurrent branches the decision ran in, outermost first, each as
-    ``(group node id, branch node id)``.
+    ``(group node id, branch node id)``. ``outcome`` is the picked option, or how the visit
+    failed when ``failed``.
     """
 
     id: int
     point: str
     outcome: str
+    failed: bool
     branches: tuple[tuple[int, int], ...]
 
     def new_branches(self, other: _Visit) -> list[tuple[int, int]]:
@@ -140,7 +158,8 @@ class RoutingGraph:
             if trace is None:
                 continue
             # Only a resumed run can have failures its final trace no longer shows.
-            earlier = await _earlier_failures(store, run.run_id) if run.resumes else []
+            resumed = run.resumes or trace.get("earlier")
+            earlier = await _earlier_failures(store, run.run_id) if resumed else []
             graph.add(trace, run.status, earlier=earlier)
         return graph
 
@@ -156,71 +175,100 @@ class RoutingGraph:
         Args:
             trace: The run's stored trace.
             status: The run's status.
-            earlier: The run's journaled decision failures (a resumed run's failures are in
-                its journal, not all in its final trace).
+            earlier: The run's journaled decision failures, oldest first (a resumed run's
+                failures are in its journal, not all in its final trace).
         """
         nodes: Sequence[Mapping[str, Any]] = trace.get("nodes", [])
         self.runs += 1
         self.statuses[status] += 1
-        visits = [self._visit(n, nodes) for n in nodes if n.get("kind") == "decision"]
+        by_id = {n["id"]: n for n in nodes}
+        shown = _shown_failures(earlier, nodes)
+        journaled = {key: earlier[i] for key, i in shown.items()}
+        visits = [
+            self._visit(n, by_id, journaled.get(str(n.get("key"))))
+            for n in nodes
+            if n.get("kind") == "decision"
+        ]
         visits.sort(key=lambda v: v.id)
         reached: set[int] = set()
         for i, visit in enumerate(visits):
             after = _successors(visit, visits[i + 1 :])
             reached.update(v.id for v in after)
             point = self.points[visit.point]
+            routes = point.next_failed if visit.failed else point.next
             for target in [v.point for v in after] or [f"end:{status}"]:
-                point.next[(visit.outcome, target)] += 1
+                routes[(visit.outcome, target)] += 1
         for visit in visits:
             if visit.id not in reached:
                 self.starts[visit.point] += 1
         if not visits:
             self.starts[f"end:{status}"] += 1
-        if earlier:
-            self._add_earlier(earlier, nodes)
+        replaced = [f for i, f in enumerate(earlier) if shown.get(f.key) != i]
+        if replaced:
+            self._add_earlier(replaced, [trace, *reversed(trace.get("earlier", ()))])
 
     def _add_earlier(
-        self, failures: Sequence[EarlierFailure], nodes: Sequence[Mapping[str, Any]]
+        self, failures: Sequence[EarlierFailure], executions: Sequence[Mapping[str, Any]]
     ) -> None:
-        by_key = {n.get("key"): n for n in nodes if n.get("kind") == "decision"}
-        shown: set[str] = set()
+        """Count failures a resume replaced, each at its decision in the latest execution."""
         for failure in failures:
-            node = by_key.get(failure.key)
-            if node is None:
-                continue  # the flow no longer reaches this decision
-            if _data_of(node).get("error") == DECISION_ERROR and failure.key not in shown:
-                shown.add(failure.key)  # the trace already counts this key's last failure
-                continue
-            point = self.points[_point_key(node, _ancestors(node, {n["id"]: n for n in nodes}))]
+            found = _locate(failure.key, executions)
+            if found is None:
+                continue  # no stored execution reached this decision
+            node, by_id = found
+            point = self._point(node, _ancestors(node, by_id))
             point.visits += 1
+            for name in failure.options or _data_of(node).get("options", []):
+                point.option(str(name)).offered += 1
             point.errors += 1
             point.error_kinds[failure.kind] += 1
             point.error_attempts.append(failure.attempts)
-            point.next[(DECISION_ERROR, RESUMED)] += 1
+            point.next_failed[(DECISION_ERROR, RESUMED)] += 1
 
-    def _visit(self, node: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> _Visit:
-        by_id = {n["id"]: n for n in nodes}
+    def _visit(
+        self,
+        node: Mapping[str, Any],
+        by_id: Mapping[int, Mapping[str, Any]],
+        journaled: EarlierFailure | None,
+    ) -> _Visit:
         chain = _ancestors(node, by_id)
+        point = self._point(node, chain)
+        failed, outcome = _record(point, node, journaled)
+        branches = tuple(
+            (a["parent_id"], a["id"]) for a in reversed(chain) if _is_branch_index(a, by_id)
+        )
+        return _Visit(node["id"], point.key, outcome, failed, branches)
+
+    def _point(self, node: Mapping[str, Any], chain: Sequence[Mapping[str, Any]]) -> DecisionPoint:
+        """Return the point of a decision node, creating it on first sight."""
         key = _point_key(node, chain)
         point = self.points.get(key)
         if point is None:
             frame = next((a["name"] for a in chain if a.get("kind") == "frame"), "flow")
             index = int(_segment(node).rpartition(":")[2] or 0)
             point = self.points[key] = DecisionPoint(key=key, frame=frame, index=index)
-        outcome = _record(point, node)
-        branches = tuple(
-            (a["parent_id"], a["id"]) for a in reversed(chain) if _is_branch_index(a, by_id)
-        )
-        return _Visit(node["id"], key, outcome, branches)
+        return point
 
     # -- reading -------------------------------------------------------------------------------
 
     def labels(self) -> dict[str, str]:
-        """Return a short, unique, readable label per decision point."""
+        """Return a short, unique, readable label per decision point.
+
+        The frame, with the decision's index when the frame holds several; points that
+        still share a label (decisions of concurrent branches) add their first options.
+        """
         per_frame = Counter(p.frame for p in self.points.values())
+        bases = {
+            key: p.frame if per_frame[p.frame] == 1 else f"{p.frame} #{p.index}"
+            for key, p in self.points.items()
+        }
+        twins = Counter(bases.values())
         labels: dict[str, str] = {}
         for key, point in self.points.items():
-            label = point.frame if per_frame[point.frame] == 1 else f"{point.frame} #{point.index}"
+            label = bases[key]
+            if twins[label] > 1 and point.options:
+                names = list(point.options)
+                label += f" [{', '.join(names[:3])}{', …' if len(names) > 3 else ''}]"
             while label in labels.values():
                 label += "'"
             labels[key] = label
@@ -245,10 +293,45 @@ class RoutingGraph:
 async def _earlier_failures(store: Store, run_id: str) -> list[EarlierFailure]:
     records = await store.load_journal(run_id)
     return [
-        EarlierFailure(r.key, str(r.data.get("kind", "unknown")), int(r.data.get("attempts", 1)))
+        EarlierFailure(
+            r.key,
+            str(r.data.get("kind", "unknown")),
+            int(r.data.get("attempts", 1)),
+            tuple(str(o) for o in r.data.get("options") or ()),
+        )
         for r in records
         if r.kind == "decision_failed" and isinstance(r.data, dict)
     ]
+
+
+def _shown_failures(
+    failures: Sequence[EarlierFailure], nodes: Sequence[Mapping[str, Any]]
+) -> dict[str, int]:
+    """Return, per decision key, the index of the journaled failure the final trace shows.
+
+    A decision that ends in a ``DecisionError`` in the final trace (failed live, or a
+    caught failure replayed) shows its last journaled failure; the ones before it were
+    replaced by resumes.
+    """
+    failed = {
+        str(n.get("key"))
+        for n in nodes
+        if n.get("kind") == "decision" and _data_of(n).get("error") == DECISION_ERROR
+    }
+    last = {f.key: i for i, f in enumerate(failures)}
+    return {key: i for key, i in last.items() if key in failed}
+
+
+def _locate(
+    key: str, executions: Sequence[Mapping[str, Any]]
+) -> tuple[Mapping[str, Any], dict[Any, Mapping[str, Any]]] | None:
+    """Find the decision node ``key`` in the first execution that reached it, with its nodes."""
+    for execution in executions:
+        nodes: Sequence[Mapping[str, Any]] = execution.get("nodes", [])
+        for node in nodes:
+            if node.get("kind") == "decision" and node.get("key") == key:
+                return node, {n["id"]: n for n in nodes}
+    return None
 
 
 def _data_of(node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -284,31 +367,51 @@ def _point_key(node: Mapping[str, Any], chain: Sequence[Mapping[str, Any]]) -> s
         for a in reversed(chain)
         if a.get("parent_id") is not None
     ]
-    return "/".join([*segments, _segment(node)])
+    key = "/".join([*segments, _segment(node)])
+    if "*" not in segments:
+        return key
+    # The branches of a map run one function, those of a gather may each run other code:
+    # folded branches share a point only when their decisions offer the same options.
+    options = sorted(str(o) for o in _data_of(node).get("options", []))
+    return f"{key} [{', '.join(options)}]"
 
 
-def _record(point: DecisionPoint, node: Mapping[str, Any]) -> str:
-    """Count one visit on its point and return its outcome: an option, or how it failed."""
-    data: Mapping[str, Any] = node.get("data", {})
+def _record(
+    point: DecisionPoint, node: Mapping[str, Any], journaled: EarlierFailure | None
+) -> tuple[bool, str]:
+    """Count one visit on its point; return whether it failed and its outcome.
+
+    The outcome is the picked option, or how the visit failed. ``journaled`` is the
+    journaled failure the node shows, which fills in what a replayed failure lacks.
+    """
+    data = _data_of(node)
     point.visits += 1
     for name in data.get("options", []):
-        point.option(name).offered += 1
-    attempts = int(data.get("attempts", 1))
+        point.option(str(name)).offered += 1
     pick = data.get("pick")
     if node.get("status") == "ok" and isinstance(pick, str):
+        attempts = int(data.get("attempts", 1))
         stats = point.option(pick)
         stats.picked += 1
         stats.attempts.append(attempts)
-        return pick
+        stats.actors.append(str(data.get("actor") or _actor(attempts)))
+        return False, pick
     error = str(data.get("error", node.get("status", "unfinished")))
-    if error == DECISION_ERROR:
-        point.errors += 1
-        point.error_attempts.append(attempts)
-        failures = data.get("failures") or []
-        point.error_kinds[str(failures[-1]) if failures else "unknown"] += 1
-        return DECISION_ERROR
-    point.other[error] += 1
-    return error
+    if error != DECISION_ERROR:
+        point.other[error] += 1
+        return True, error
+    if journaled is None:
+        journaled = EarlierFailure(str(node.get("key")), "unknown")
+    failures = data.get("failures") or []
+    point.errors += 1
+    point.error_attempts.append(int(data.get("attempts", journaled.attempts)))
+    point.error_kinds[str(failures[-1]) if failures else journaled.kind] += 1
+    return True, DECISION_ERROR
+
+
+def _actor(attempts: int) -> str:
+    """Who made a pick, for traces written before picks recorded it."""
+    return "human" if attempts == 0 else "model" if attempts == 1 else "repick"
 
 
 def _follows(later: _Visit, earlier: _Visit) -> bool:
@@ -359,6 +462,8 @@ def _point_dict(point: DecisionPoint, label: str) -> dict[str, Any]:
             for o in point.options.values()
         ],
         "next": [
-            {"outcome": outcome, "to": to, "count": n} for (outcome, to), n in point.next.items()
+            {"outcome": outcome, "failed": failed, "to": to, "count": n}
+            for failed, routes in ((False, point.next), (True, point.next_failed))
+            for (outcome, to), n in routes.items()
         ],
     }

@@ -46,7 +46,7 @@ def render(graph: RoutingGraph, *, direction: str = "TD") -> str:
         css = "done" if status == "completed" else "stopped"
         lines.append(f"    end_{status}{shape}:::{css}")
     resumed = sum(
-        n for p in graph.points.values() for (_, to), n in p.next.items() if to == _RESUMED
+        n for p in graph.points.values() for (_, to), n in p.next_failed.items() if to == _RESUMED
     )
     if resumed:
         lines.append(f'    {_RESUMED}(["{_RESUMED} · {resumed}"]):::stopped')
@@ -57,10 +57,12 @@ def render(graph: RoutingGraph, *, direction: str = "TD") -> str:
 def _point(point: DecisionPoint, pid: str, label: str, ids: dict[str, str]) -> list[str]:
     head = f"{label}<br/>{point.visits} visit(s)"
     lines = [f'    {pid}{{{{"{_text(head)}"}}}}:::decision']
-    outcomes: dict[str, str] = {}
+    # Picks and failures apart: an option may be named like a failure (even DecisionError).
+    picks: dict[str, str] = {}
+    failures: dict[str, str] = {}
     for i, stats in enumerate(point.options.values()):
         oid = f"{pid}_o{i}"
-        outcomes[stats.name] = oid
+        picks[stats.name] = oid
         if stats.picked:
             lines.append(f'    {oid}("{_text(stats.name)}")')
             lines.append(f'    {pid} -->|"{_text(_pick_label(stats, point.visits))}"| {oid}')
@@ -68,20 +70,23 @@ def _point(point: DecisionPoint, pid: str, label: str, ids: dict[str, str]) -> l
             lines.append(f'    {oid}("{_text(stats.name)}"):::unpicked')
             lines.append(f'    {pid} -.->|"0 of {stats.offered}"| {oid}')
     if point.errors:
-        eid = outcomes[DECISION_ERROR] = f"{pid}_err"
+        eid = failures[DECISION_ERROR] = f"{pid}_err"
         kinds = ", ".join(f"{k} {n}" for k, n in point.error_kinds.most_common())
         lines.append(f'    {eid}[["{_text(f"{DECISION_ERROR}<br/>{kinds}")}"]]:::failure')
         share = f"{point.errors} · {point.error_rate:.1%}"
         lines.append(f'    {pid} -.->|"{_text(share)}"| {eid}')
     for i, (name, count) in enumerate(point.other.most_common()):
-        xid = outcomes[name] = f"{pid}_x{i}"
+        xid = failures[name] = f"{pid}_x{i}"
         lines.append(f'    {xid}["{_text(name)}"]:::failure')
         lines.append(f"    {pid} -.->|{count}| {xid}")
-    for (outcome, target), count in point.next.items():
-        source = outcomes.get(outcome)
-        if source is not None:
-            arrow = "-->" if outcome in point.options else "-.->"
-            lines.append(f"    {source} {arrow}|{count}| {_target(target, ids)}")
+    for routes, sources, arrow in (
+        (point.next, picks, "-->"),
+        (point.next_failed, failures, "-.->"),
+    ):
+        for (outcome, target), count in routes.items():
+            source = sources.get(outcome)
+            if source is not None:
+                lines.append(f"    {source} {arrow}|{count}| {_target(target, ids)}")
     return lines
 
 

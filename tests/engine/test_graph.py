@@ -7,7 +7,8 @@ from typing import Any
 
 import support_flows as sf
 
-from engine import Engine
+import engine
+from engine import DecisionError, Engine, Runtime, agentic_function, decision
 from engine._graph import RoutingGraph
 from engine.models import Request, ScriptedModel
 from engine.store import MemoryStore
@@ -28,6 +29,40 @@ async def graph_of(flow: Any, inputs: list[Any], replies: Any) -> RoutingGraph:
 def by_label(graph: RoutingGraph) -> dict[str, Any]:
     labels = graph.labels()
     return {labels[k]: p for k, p in graph.points.items()}
+
+
+@agentic_function
+async def a_then_b(ticket: str, runtime: Runtime | None = None) -> list[str]:
+    """Two decisions, one after the other."""
+    return [
+        await decision.make("A?", ["a1", "a2"]),
+        await decision.make("B?", ["b1", "b2"]),
+    ]
+
+
+@agentic_function
+async def caught_then_b(ticket: str, runtime: Runtime | None = None) -> list[str]:
+    """A decision whose failure the flow catches and moves past, then another."""
+    try:
+        first: str = await decision.make("A?", ["a1", "a2"])
+    except DecisionError:
+        first = "none"
+    return [first, await decision.make("B?", ["b1", "b2"])]
+
+
+@agentic_function
+async def severity_and_team(ticket: str, runtime: Runtime | None = None) -> list[str]:
+    """Two different decisions in the branches of one gather."""
+    return await engine.gather(
+        decision.make("Severity?", ["low", "high"]), decision.make("Team?", ["db", "net"])
+    )
+
+
+@agentic_function
+async def one_menu(options: list[str], runtime: Runtime | None = None) -> str:
+    """One decision offering the given options."""
+    picked: str = await decision.make("Pick.", options)
+    return picked
 
 
 async def test_counts_visits_picks_attempts_and_routes() -> None:
@@ -56,7 +91,7 @@ async def test_counts_visits_picks_attempts_and_routes() -> None:
     assert third.options["reopen"].picked == 1
     assert graph.starts == {first.key: 3}
     assert first.next[("billing", second.key)] == 2
-    assert second.next[("DecisionError", "end:suspended")] == 1
+    assert second.next_failed[("DecisionError", "end:suspended")] == 1
     assert third.next[("close", "end:completed")] == 1
 
 
@@ -92,8 +127,8 @@ async def test_fan_out_after_a_decision_reaches_every_branch() -> None:
             },
             {"id": 4, "parent_id": 3, "kind": "branch", "name": "0", "key": "run/f:0/gather:0/0:0"},
             {"id": 5, "parent_id": 3, "kind": "branch", "name": "1", "key": "run/f:0/gather:0/1:0"},
-            _decision(6, 5, "run/f:0/gather:0/1:0/decision:0", "b"),
-            _decision(7, 4, "run/f:0/gather:0/0:0/decision:0", "a"),
+            _decision(6, 5, "run/f:0/gather:0/1:0/decision:0", "b", ["a", "b"]),
+            _decision(7, 4, "run/f:0/gather:0/0:0/decision:0", "a", ["a", "b"]),
             _decision(8, 1, "run/f:0/decision:1", "end"),
         ]
     }
@@ -106,7 +141,9 @@ async def test_fan_out_after_a_decision_reaches_every_branch() -> None:
     assert graph.starts == {go.key: 1}
 
 
-def _decision(node_id: int, parent: int, key: str, picked: str) -> dict[str, Any]:
+def _decision(
+    node_id: int, parent: int, key: str, picked: str, options: list[str] | None = None
+) -> dict[str, Any]:
     return {
         "id": node_id,
         "parent_id": parent,
@@ -114,7 +151,7 @@ def _decision(node_id: int, parent: int, key: str, picked: str) -> dict[str, Any
         "name": "decision",
         "key": key,
         "status": "ok",
-        "data": {"options": [picked, "other"], "pick": picked, "attempts": 1},
+        "data": {"options": options or [picked, "other"], "pick": picked, "attempts": 1},
     }
 
 
@@ -145,7 +182,10 @@ async def test_a_still_suspended_run_counts_its_failure_once() -> None:
     graph = await RoutingGraph.from_store(store)
     last = list(graph.points.values())[-1]
     assert (last.visits, last.errors) == (2, 2)
-    assert last.next == {("DecisionError", "resumed"): 1, ("DecisionError", "end:suspended"): 1}
+    assert last.next_failed == {
+        ("DecisionError", "resumed"): 1,
+        ("DecisionError", "end:suspended"): 1,
+    }
 
 
 async def test_to_dict_is_json_and_labels_are_unique() -> None:
@@ -180,8 +220,95 @@ async def test_human_picks_are_counted_as_such() -> None:
     assert last.visits == 2
     assert last.errors == 1
     assert last.error_kinds == {"no_action": 1}
-    assert last.next[("DecisionError", "resumed")] == 1
+    assert last.next_failed[("DecisionError", "resumed")] == 1
     text = graph.to_mermaid()
     assert "1 by hand" in text
     assert 'resumed(["resumed · 1"])' in text
     assert (await RoutingGraph.from_store(store, "nope:flow")).runs == 0
+
+
+async def test_each_resumed_failure_keeps_its_own_kind() -> None:
+    store = MemoryStore()
+    runs = Engine(model=ScriptedModel([pick("zzz")] * 2), store=store)
+    first = await runs.run(a_then_b, "t", run_id="r")
+    assert first.error is not None
+    assert first.error.kind == "unknown_call"
+    again = await runs.resume("r", model=ScriptedModel(["x", "x"]))
+    assert again.error is not None
+    assert again.error.kind == "no_action"
+    graph = await RoutingGraph.from_store(store)
+    (point,) = graph.points.values()
+    assert (point.visits, point.errors) == (2, 2)
+    assert point.error_kinds == {"unknown_call": 1, "no_action": 1}
+    assert point.error_attempts == [2, 2]
+    assert point.next_failed == {
+        ("DecisionError", "end:suspended"): 1,
+        ("DecisionError", "resumed"): 1,
+    }
+
+
+async def test_every_visit_offers_its_options() -> None:
+    store = MemoryStore()
+    runs = Engine(model=ScriptedModel(["?", "??", pick("b1")]), store=store)
+    await runs.run(a_then_b, "t", run_id="r")
+    await runs.resume("r", pick={"call": "a2"})
+    graph = await RoutingGraph.from_store(store)
+    first, second = graph.points.values()
+    assert first.visits == 2
+    assert {o.name: o.offered for o in first.options.values()} == {"a1": 2, "a2": 2}
+    assert {o.name: o.offered for o in second.options.values()} == {"b1": 1, "b2": 1}
+    assert first.options["a2"].by_human == 1
+
+
+async def test_a_caught_failure_replayed_after_a_resume_keeps_its_kind() -> None:
+    store = MemoryStore()
+    runs = Engine(model=ScriptedModel(["x"] * 4), store=store)
+    await runs.run(caught_then_b, "t", run_id="r")  # A fails and is caught, B suspends
+    done = await runs.resume("r", pick={"call": "b1"})
+    assert done.status == "completed"
+    graph = await RoutingGraph.from_store(store)
+    first, second = graph.points.values()
+    assert (first.visits, first.errors) == (1, 1)
+    assert first.error_kinds == {"no_action": 1}
+    assert first.error_attempts == [2]
+    assert first.next_failed == {("DecisionError", second.key): 1}
+    assert (second.visits, second.errors) == (2, 1)
+    assert {o.name: o.offered for o in second.options.values()} == {"b1": 2, "b2": 2}
+
+
+async def test_different_decisions_in_one_gather_are_points_of_their_own() -> None:
+    def reply(request: Request) -> str:
+        return pick(request.choices[-1].name if request.choices else "?")
+
+    graph = await graph_of(severity_and_team, ["t1", "t2"], reply)
+    assert len(graph.points) == 2
+    severity, team = sorted(graph.points.values(), key=lambda p: "low" not in p.options)
+    assert list(severity.options) == ["low", "high"]
+    assert list(team.options) == ["db", "net"]
+    assert (severity.visits, team.visits) == (2, 2)
+    assert severity.options["high"].picked == 2
+    assert team.next == {("net", "end:completed"): 2}
+    labels = graph.labels()
+    assert len(set(labels.values())) == 2
+    assert labels[severity.key] == "severity_and_team #0 [low, high]"
+    assert graph.starts == {severity.key: 2, team.key: 2}
+
+
+async def test_an_option_named_decision_error_is_not_the_failure() -> None:
+    store = MemoryStore()
+    runs = Engine(model=ScriptedModel([pick("DecisionError"), "?", "??"]), store=store)
+    await runs.run(one_menu, ["DecisionError", "fine"])
+    await runs.run(one_menu, ["DecisionError", "fine"])
+    graph = await RoutingGraph.from_store(store)
+    (point,) = graph.points.values()
+    assert point.next == {("DecisionError", "end:completed"): 1}
+    assert point.next_failed == {("DecisionError", "end:suspended"): 1}
+    text = graph.to_mermaid()
+    assert '    p0_o0("DecisionError")' in text
+    assert "    p0_o0 -->|1| end_completed" in text
+    assert "    p0_err -.->|1| end_suspended" in text
+    data = graph.to_dict()["points"][0]["next"]
+    assert {(n["outcome"], n["failed"]) for n in data} == {
+        ("DecisionError", False),
+        ("DecisionError", True),
+    }
