@@ -4,6 +4,10 @@ Decision points are hexagons, options rounded boxes, final run statuses stadiums
 from a decision to an option reads ``picks · share of visits · median attempts``; a
 dotted edge leads to the options offered but never picked and to the decision's
 ``DecisionError`` node, whose label gives the failure kinds.
+
+Every text from the store (flow, frame and option names, failure kinds) is escaped with
+Mermaid's entity codes (``#35;`` for ``#``, ``#60;`` for ``<``, ...), so a label shows it
+as written and none can break the chart or add HTML.
 """
 
 from __future__ import annotations
@@ -18,6 +22,16 @@ __all__ = ["DECISION_ERROR", "render"]
 DECISION_ERROR = "DecisionError"
 _END = "end:"
 _RESUMED = "resumed"
+_BREAK = "<br/>"
+#: Mermaid entity codes; ``#`` first, as every code starts with it.
+_ENTITIES = (
+    ("#", "#35;"),
+    ('"', "#quot;"),
+    ("<", "#60;"),
+    (">", "#62;"),
+    ("&", "#38;"),
+    ("`", "#96;"),
+)
 _STYLES = (
     "    classDef decision fill:#eef4ff,stroke:#3867d6",
     "    classDef unpicked fill:#f6f6f6,stroke:#aaa,color:#888,stroke-dasharray:4 3",
@@ -32,8 +46,9 @@ def render(graph: RoutingGraph, *, direction: str = "TD") -> str:
     ids = {key: f"p{i}" for i, key in enumerate(graph.points)}
     labels = graph.labels()
     ends = sorted(graph.statuses)
+    flow = " ".join((graph.flow or "every flow").split())  # a comment is one line
     lines = [
-        f"%% routing graph of {graph.flow or 'every flow'} over {graph.runs} run(s)",
+        f"%% routing graph of {flow} over {graph.runs} run(s)",
         f"flowchart {direction}",
         f'    start(["{_text(f"start · {graph.runs} runs")}"])',
     ]
@@ -42,7 +57,7 @@ def render(graph: RoutingGraph, *, direction: str = "TD") -> str:
     for target, count in graph.starts.items():
         lines.append(f"    start -->|{count}| {_target(target, ids)}")
     for status in ends:
-        shape = f'(["{_text(f"{status} · {graph.statuses[status]}")}"])'
+        shape = f'(["{_text(status)} · {graph.statuses[status]}"])'
         css = "done" if status == "completed" else "stopped"
         lines.append(f"    end_{status}{shape}:::{css}")
     resumed = sum(
@@ -55,8 +70,8 @@ def render(graph: RoutingGraph, *, direction: str = "TD") -> str:
 
 
 def _point(point: DecisionPoint, pid: str, label: str, ids: dict[str, str]) -> list[str]:
-    head = f"{label}<br/>{point.visits} visit(s)"
-    lines = [f'    {pid}{{{{"{_text(head)}"}}}}:::decision']
+    head = f"{_text(label)}{_BREAK}{point.visits} visit(s)"
+    lines = [f'    {pid}{{{{"{head}"}}}}:::decision']
     # Picks and failures apart: an option may be named like a failure (even DecisionError).
     picks: dict[str, str] = {}
     failures: dict[str, str] = {}
@@ -72,7 +87,7 @@ def _point(point: DecisionPoint, pid: str, label: str, ids: dict[str, str]) -> l
     if point.errors:
         eid = failures[DECISION_ERROR] = f"{pid}_err"
         kinds = ", ".join(f"{k} {n}" for k, n in point.error_kinds.most_common())
-        lines.append(f'    {eid}[["{_text(f"{DECISION_ERROR}<br/>{kinds}")}"]]:::failure')
+        lines.append(f'    {eid}[["{DECISION_ERROR}{_BREAK}{_text(kinds)}"]]:::failure')
         share = f"{point.errors} · {point.error_rate:.1%}"
         lines.append(f'    {pid} -.->|"{_text(share)}"| {eid}')
     for i, (name, count) in enumerate(point.other.most_common()):
@@ -111,5 +126,7 @@ def _target(target: str, ids: dict[str, str]) -> str:
 
 
 def _text(text: str) -> str:
-    """Escape a label for Mermaid's quoted strings."""
-    return text.replace('"', "#quot;").replace("\n", "<br/>")
+    """Escape text for a quoted Mermaid label: it shows as written, line breaks as breaks."""
+    for char, code in _ENTITIES:
+        text = text.replace(char, code)
+    return text.replace("\r\n", _BREAK).replace("\n", _BREAK)

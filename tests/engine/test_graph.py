@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import support_flows as sf
@@ -160,7 +161,7 @@ async def test_mermaid_shows_offered_picked_and_failed() -> None:
     graph = await graph_of(sf.three_decisions, ["t1", "t2"], script)
     text = graph.to_mermaid()
     assert text.startswith("%% routing graph of every flow over 2 run(s)\nflowchart TD\n")
-    assert '{{"three_decisions #0<br/>2 visit(s)"}}:::decision' in text
+    assert '{{"three_decisions #35;0<br/>2 visit(s)"}}:::decision' in text
     assert '-->|"2 · 100% · 1 att"|' in text
     assert '("tech"):::unpicked' in text
     assert '-.->|"0 of 2"|' in text
@@ -312,3 +313,21 @@ async def test_an_option_named_decision_error_is_not_the_failure() -> None:
         ("DecisionError", False),
         ("DecisionError", True),
     }
+
+
+async def test_mermaid_shows_any_option_name_as_written() -> None:
+    names = ["a#b", "<b>bold</b>", 'say "hi"', "x&amp;y", "`code`", "#35;"]
+    graph = await graph_of(one_menu, [names], [pick("<b>bold</b>")])
+    text = graph.to_mermaid()
+    assert '("a#35;b"):::unpicked' in text
+    assert '    p0_o1("#60;b#62;bold#60;/b#62;")' in text
+    assert '("say #quot;hi#quot;"):::unpicked' in text
+    assert '("x#38;amp;y"):::unpicked' in text
+    assert '("#96;code#96;"):::unpicked' in text
+    assert '("#35;35;"):::unpicked' in text
+    # The only HTML is the engine's own line breaks.
+    assert set(re.findall(r"<[^>]*>", text)) == {"<br/>"}
+    # Every entity code is one Mermaid reads: #name; or #number;.
+    assert all(
+        re.fullmatch(r"#(\w+);", m) for m in re.findall(r"#\w*;?", text.split("classDef")[0])
+    )
