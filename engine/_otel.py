@@ -7,6 +7,11 @@ request and response model, token usage, finish reason) and tool calls (``execut
 <name>``). Engine-specific facts ride as ``engine.*`` attributes (the node key, the options
 a decision offered, its pick, attempts and failure kinds).
 
+A resumed run's earlier executions (``trace["earlier"]``) are exported too, in the same
+trace, so there is one span per stored node: the last execution's run span is the trace's
+root, and each earlier execution's tree hangs under it, its run span a child of that root.
+Every run span says which execution it was (``engine.execution``: 0 for the first).
+
 The export reads the stored trace, so it runs after the fact (a finished run, or a run
 read back from any store) and costs the run itself nothing. Spans go to the tracer
 provider the application configured (``opentelemetry-sdk`` with any exporter). Needs the
@@ -37,34 +42,63 @@ def export_trace(
 ) -> int:
     """Export a stored trace (``Trace.to_dict()``) as spans; return how many were made.
 
+    The earlier executions of a resumed run hang under the last one's root span (see the
+    module's docstring).
+
     Args:
         trace: The trace, as :meth:`Engine.trace` returns it.
-        run: The stored run, for its id, status and usage on the root span.
+        run: The stored run, for its id, status and usage on the last execution's root span.
         tracer: The tracer to use (``opentelemetry.trace.get_tracer("engine")`` by default).
     """
     tracer = tracer or otel.get_tracer("engine")
-    nodes: Sequence[Node] = trace.get("nodes", [])
+    earlier: Sequence[Mapping[str, Any]] = trace.get("earlier", ())
+    last = _start(tracer, trace.get("nodes", []), len(earlier), run=run, under=None)
+    root = next((span for node, span in last if node.get("parent_id") is None), None)
+    trees = [_start(tracer, e.get("nodes", []), i, under=root) for i, e in enumerate(earlier)]
+    # End children before parents, each at its recorded end (or its start when unfinished);
+    # the earlier executions before the root they hang under.
+    for started in [*trees, last]:
+        for node, span in reversed(started):
+            span.end(end_time=_ns(node.get("ended_at") or node.get("started_at")))
+    return len(last) + sum(len(t) for t in trees)
+
+
+def _start(
+    tracer: Tracer,
+    nodes: Sequence[Node],
+    execution: int,
+    *,
+    under: Span | None,
+    run: Run | None = None,
+) -> list[tuple[Node, Span]]:
+    """Start a span per node of one execution, each under its parent's; return them in order.
+
+    Its run node's span goes under ``under`` (``None``: a root), and says which execution
+    it was; ``run`` describes the run on it.
+    """
     spans: dict[Any, Span] = {}
+    started: list[tuple[Node, Span]] = []
     for node in sorted(nodes, key=lambda n: (n.get("started_at") or 0.0, n.get("id", 0))):
-        parent = spans.get(node.get("parent_id"))
-        context = otel.set_span_in_context(parent) if parent is not None else None
+        is_root = node.get("parent_id") is None
+        parent = under if is_root else spans.get(node.get("parent_id"))
+        attributes = _attributes(node)
+        if is_root:
+            attributes["engine.execution"] = execution
         span = tracer.start_span(
             _name(node),
-            context=context,
+            context=otel.set_span_in_context(parent) if parent is not None else None,
             kind=SpanKind.CLIENT if node.get("kind") in _MODEL_KINDS else SpanKind.INTERNAL,
-            attributes=_attributes(node),
+            attributes=attributes,
             start_time=_ns(node.get("started_at")),
         )
-        if node.get("parent_id") is None and run is not None:
+        if is_root and run is not None:
             _describe_run(span, run)
         elif node.get("status") not in _OK:
-            span.set_status(Status(StatusCode.ERROR, str(_data(node).get("error", ""))))
+            why = _data(node).get("error") or node.get("status")
+            span.set_status(Status(StatusCode.ERROR, str(why)))
         spans[node.get("id")] = span
-    # End children before parents, each at its recorded end (or its start when unfinished).
-    for node in reversed(nodes):
-        span = spans[node.get("id")]
-        span.end(end_time=_ns(node.get("ended_at") or node.get("started_at")))
-    return len(spans)
+        started.append((node, span))
+    return started
 
 
 async def export_run(store: Store, run_id: str, *, tracer: Tracer | None = None) -> int:

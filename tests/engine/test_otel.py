@@ -87,3 +87,37 @@ async def test_unknown_runs_and_missing_traces() -> None:
     store = MemoryStore()
     with pytest.raises(KeyError, match="unknown run"):
         await export_run(store, "nope")
+
+
+async def test_a_resumed_run_exports_every_execution_in_one_trace() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    store = MemoryStore()
+    runs = Engine(model=ScriptedModel([pick("tech"), pick("hold"), "?", "??"]), store=store)
+    await runs.run(sf.three_decisions, "t", run_id="r")
+    await runs.resume("r", model=ScriptedModel(["no"] * 2))  # fails again: still suspended
+    await runs.resume("r", pick={"call": "close"})
+    trace = await store.load_trace("r")
+    assert trace is not None
+    assert len(trace["earlier"]) == 2
+    stored = len(trace["nodes"]) + sum(len(e["nodes"]) for e in trace["earlier"])
+    count = await export_run(store, "r", tracer=provider.get_tracer("test"))
+    spans = list(exporter.get_finished_spans())
+    assert count == len(spans) == stored
+    assert len({s.context.trace_id for s in spans}) == 1
+    by_id = {s.context.span_id: s for s in spans}
+    assert all(s.parent is None or s.parent.span_id in by_id for s in spans)
+    runs_spans = sorted(
+        (s for s in spans if s.name.startswith("invoke_agent")),
+        key=lambda s: s.attributes["engine.execution"],
+    )
+    assert [s.attributes["engine.execution"] for s in runs_spans] == [0, 1, 2]
+    first, second, last = runs_spans
+    assert last.parent is None
+    assert last.attributes["engine.run.status"] == "completed"
+    assert first.parent.span_id == second.parent.span_id == last.context.span_id
+    assert first.status.status_code is StatusCode.ERROR
+    assert first.status.description == "suspended"
+    failed = [s for s in spans if s.name == "decision" and s.status.status_code is StatusCode.ERROR]
+    assert len(failed) == 2  # one per earlier execution; the last one picked by hand
