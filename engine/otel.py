@@ -6,8 +6,19 @@ by the application (``opentelemetry-sdk`` with an exporter). Then::
     from engine.otel import export_run
 
     await export_run(engine.store, run.run_id)   # one span per trace node
+
+Without the extra, importing this module raises an :class:`ImportError` that says how to
+install it.
 """
 
-from engine._otel import export_run, export_trace
+try:
+    from engine._otel import export_run, export_trace
+except ModuleNotFoundError as exc:
+    if not (exc.name or "").startswith("opentelemetry"):
+        raise
+    raise ImportError(
+        f'engine.otel needs OpenTelemetry ({exc.name} is missing): pip install -e ".[otel]"',
+        name=exc.name,
+    ) from exc
 
 __all__ = ["export_run", "export_trace"]
