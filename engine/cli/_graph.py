@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from engine._graph import RoutingGraph
 from engine.cli._common import DEFAULT_STORE, err, fail, note, out, run_async
@@ -82,7 +83,7 @@ def _emit(text: str, output: Path | None) -> None:
         out.print(text, markup=False, soft_wrap=True)
     else:
         output.write_text(text + "\n", encoding="utf-8")
-        err.print(f"wrote {output}")
+        err.print(Text(f"wrote {output}"))
 
 
 def render_file(mermaid: str, output: Path) -> Path:
@@ -107,7 +108,7 @@ def render_file(mermaid: str, output: Path) -> Path:
             )
             return source
         _run_mmdc(mmdc, source, output)
-    err.print(f"wrote {output}")
+    err.print(Text(f"wrote {output}"))
     return output
 
 
@@ -128,13 +129,15 @@ def _run_mmdc(mmdc: str, source: Path, output: Path) -> None:
 
 
 def _summary(routing: RoutingGraph) -> Table:
+    # Labels and option names come from the store: plain text, never rich markup.
     labels = routing.labels()
-    table = Table(title=f"{routing.flow} over {routing.runs} run(s)", title_justify="left")
+    title = Text(f"{routing.flow} over {routing.runs} run(s)")
+    table = Table(title=title, title_justify="left")
     for column in ("decision", "visits", "top picks", "DecisionError"):
         table.add_column(column, justify="right" if column == "visits" else "left")
     for key, point in routing.points.items():
         top = sorted(point.options.values(), key=lambda o: -o.picked)[:3]
         picks = ", ".join(f"{o.name} {o.picked}" for o in top if o.picked)
         errors = f"{point.errors} ({point.error_rate:.1%})" if point.errors else "0"
-        table.add_row(labels[key], str(point.visits), picks, errors)
+        table.add_row(Text(labels[key]), str(point.visits), Text(picks), errors)
     return table

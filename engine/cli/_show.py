@@ -1,4 +1,9 @@
-"""``engine show RUN_ID``: one run, its outcome and its stored trace as a tree."""
+"""``engine show RUN_ID``: one run, its outcome and its stored trace as a tree.
+
+Everything read from the store (ids, flow and option names, where, replies) is printed as
+plain :class:`~rich.text.Text`, never as rich markup, so ``[bold]`` in an option shows as
+written.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,6 @@ import time
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -68,7 +72,7 @@ def run_panel(run: Run) -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim")
     grid.add_column()
-    grid.add_row("flow", run.flow)
+    grid.add_row("flow", Text(run.flow))
     grid.add_row("status", status_text(run.status))
     grid.add_row("created", _when(run.created_at))
     if run.finished_at is not None:
@@ -83,31 +87,31 @@ def run_panel(run: Run) -> Panel:
     if run.error is not None:
         _error_rows(grid, run)
     elif run.result is not None:
-        grid.add_row("result", escape(_short(json.dumps(run.result, default=str), 400)))
-    return Panel(grid, title=f"run {run.run_id}", title_align="left")
+        grid.add_row("result", Text(_short(json.dumps(run.result, default=str), 400)))
+    return Panel(grid, title=Text(f"run {run.run_id}"), title_align="left")
 
 
 def _error_rows(grid: Table, run: Run) -> None:
     error = run.error
     assert error is not None
     grid.add_row("stopped by", Text(error.kind, style="red"))
-    grid.add_row("where", error.where or "?")
-    grid.add_row("why", escape(_short(error.message, 500)))
+    grid.add_row("where", Text(error.where or "?"))
+    grid.add_row("why", Text(_short(error.message, 500)))
     if error.options:
-        grid.add_row("offered", ", ".join(error.options))
+        grid.add_row("offered", Text(", ".join(error.options)))
     for i, reply in enumerate(error.replies or []):
-        grid.add_row(f"reply {i + 1}", escape(_short(reply, 200)))
+        grid.add_row(f"reply {i + 1}", Text(_short(reply, 200)))
     if run.status == "suspended" and error.options:
         example = json.dumps({"call": error.options[0], "args": {}})
         grid.add_row(
             "resume",
-            escape(
+            Text(
                 f"engine resume {run.run_id} (ask again), --model SPEC (another model), "
                 f"or --pick '{example}' (decide by hand)"
             ),
         )
     elif run.status in ("failed", "cancelled"):
-        grid.add_row("resume", f"engine resume {run.run_id}")
+        grid.add_row("resume", Text(f"engine resume {run.run_id}"))
 
 
 def trace_tree(lines: list[TraceLine], run: Run) -> Tree:

@@ -1,0 +1,62 @@
+"""Text from the store is printed as written, never read as rich markup."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+from cli_support import Cli
+
+from engine import Engine, Runtime, agentic_function, decision
+from engine.models import ScriptedModel
+from engine.store import SQLiteStore
+
+OPTIONS = ["a[b]", "[bold]s", "[/x]"]
+
+
+async def _odd(ticket: str, runtime: Runtime | None = None) -> str:
+    picked: str = await decision.make("Pick.", OPTIONS)
+    return picked
+
+
+# A frame named with markup, so the run's flow and a failure's `where` hold some too.
+_odd.__name__ = _odd.__qualname__ = "odd[/x]"
+odd = agentic_function(_odd)
+
+
+def stored(cli: Cli, replies: list[str], run_id: str) -> None:
+    """Run ``odd`` once on the CLI's store."""
+
+    async def body() -> None:
+        store = SQLiteStore(Path(cli.store.removeprefix("sqlite:///")))
+        try:
+            await Engine(model=ScriptedModel(replies), store=store).run(odd, "t", run_id=run_id)
+        finally:
+            await store.close()
+
+    anyio.run(body)
+
+
+def test_show_prints_options_where_and_ids_as_written(cli: Cli) -> None:
+    stored(cli, ["?", "??"], "T-[bold]1")
+    result = cli("show", "T-[bold]1")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "run T-[bold]1" in text
+    assert ":odd[/x]" in text  # the flow
+    assert "a[b], [bold]s, [/x]" in text
+    assert "run/odd[/x]:0/decision:0" in text
+    assert f"--pick '{json.dumps({'call': 'a[b]', 'args': {}})}'" in text
+    assert "decision [a[b], [bold]s, [/x]] ✗ DecisionError" in text
+
+
+def test_graph_summary_prints_labels_and_picks_as_written(cli: Cli) -> None:
+    stored(cli, [json.dumps({"call": "[bold]s"})], "T-1")
+    stored(cli, [json.dumps({"call": "[/x]"})], "T-2")
+    result = cli("graph", "-o", "graph.md")
+    assert result.exit_code == 0, result.output
+    assert "odd[/x] over 2 run(s)" in result.stdout
+    assert "[bold]s 1" in result.stdout
+    assert "[/x] 1" in result.stdout
+    assert '("[bold]s")' in Path("graph.md").read_text(encoding="utf-8")
