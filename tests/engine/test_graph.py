@@ -331,3 +331,19 @@ async def test_mermaid_shows_any_option_name_as_written() -> None:
     assert all(
         re.fullmatch(r"#(\w+);", m) for m in re.findall(r"#\w*;?", text.split("classDef")[0])
     )
+
+
+async def test_a_replayed_pick_keeps_who_made_it() -> None:
+    store = MemoryStore()
+    runs = Engine(model=ScriptedModel(["?", "??", "!", "!!"]), store=store)
+    await runs.run(a_then_b, "t", run_id="r")
+    await runs.resume("r", pick={"call": "a2"})  # A by hand, then B fails
+    done = await runs.resume("r", pick={"call": "b1"})  # A replayed, B by hand
+    assert done.status == "completed"
+    graph = await RoutingGraph.from_store(store)
+    first, second = graph.points.values()
+    assert first.options["a2"].by_human == 1
+    assert first.options["a2"].actors == ["human"]
+    assert second.options["b1"].by_human == 1
+    assert (first.visits, second.visits) == (2, 2)
+    assert first.error_kinds == second.error_kinds == {"no_action": 1}
