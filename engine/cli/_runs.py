@@ -10,6 +10,7 @@ from typing import Annotated, get_args
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from engine.cli._common import DEFAULT_STORE, abort, out, run_async
 from engine.cli._inputs import flow_name
@@ -51,15 +52,15 @@ def runs(
             table.add_column(column, justify="right" if column in _NUMERIC else "left")
         now = time.time()
         for run in found[-limit:]:
-            table.add_row(
-                run.run_id,
-                run.flow.rpartition(":")[2],
+            table.add_row(  # what comes from the store is text, never markup
+                Text(run.run_id),
+                Text(run.flow.rpartition(":")[2]),
                 status_text(run.status),
                 str(run.transitions),
                 str(run.model_calls),
                 str(run.usage.total_tokens),
                 _age(now - run.created_at),
-                run.error.kind if run.error else "",
+                Text(run.error.kind if run.error else ""),
             )
         out.print(table)
         counts = Counter(r.status for r in found)

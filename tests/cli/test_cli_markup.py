@@ -60,3 +60,11 @@ def test_graph_summary_prints_labels_and_picks_as_written(cli: Cli) -> None:
     assert "[bold]s 1" in result.stdout
     assert "[/x] 1" in result.stdout
     assert '("[bold]s")' in Path("graph.md").read_text(encoding="utf-8")
+
+
+def test_runs_prints_ids_flows_and_error_kinds_as_written(cli: Cli) -> None:
+    stored(cli, ["?", "??"], "T-[/x]")
+    result = cli("runs")
+    assert result.exit_code == 0, result.output
+    assert "T-[/x]" in result.stdout
+    assert "odd[/x]" in result.stdout
