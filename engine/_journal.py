@@ -251,7 +251,9 @@ class JournalHooks(Hooks):
             if self.order.max_retries is not None:
                 setattr(decide, "max_retries", self.order.max_retries)  # noqa: B010
         elif key in self._caught:
-            raise self._replayed_failure(key, fingerprint, menu)
+            failure = self._replayed_failure(key, fingerprint, menu)
+            node.data.update(replayed=True, attempts=failure.attempts, failures=[failure.kind])
+            raise failure
         if self.probe:  # its model calls replay from the journal, or park
             return await decide(request)
         if generation:

@@ -275,6 +275,11 @@ async def test_a_caught_failure_replayed_after_a_resume_keeps_its_kind() -> None
     assert first.next_failed == {("DecisionError", second.key): 1}
     assert (second.visits, second.errors) == (2, 1)
     assert {o.name: o.offered for o in second.options.values()} == {"b1": 2, "b2": 2}
+    trace = await runs.trace("r")
+    assert trace is not None
+    replayed = next(n for n in trace["nodes"] if n["kind"] == "decision")
+    assert replayed["data"]["replayed"] is True  # the caught failure, replayed as it was
+    assert (replayed["data"]["attempts"], replayed["data"]["failures"]) == (2, ["no_action"])
 
 
 async def test_different_decisions_in_one_gather_are_points_of_their_own() -> None:
