@@ -61,6 +61,13 @@ class Option:
         """Names the model may fill (visible parameters or schema fields)."""
         return frozenset(p.name for p in self.fields)
 
+    @property
+    def param_names(self) -> frozenset[str]:
+        """Names a flattened pick may use: every parameter of a function, else the fields."""
+        if self.function is not None:
+            return frozenset(p.name for p in self.function.params)
+        return self.field_names
+
 
 def normalise(options: object) -> tuple[Option, ...]:
     """Normalise an option container.

@@ -128,12 +128,23 @@ def as_pick(obj: dict[str, object], names: Collection[str] | None, wrapped: bool
             return _build(obj, key)
     if "name" not in obj:
         return None
+    # {"name": option, "arguments": ...}. Outside a <tool_call> wrapper, an object with a
+    # name and no arguments key is data (a menu echoed, a record) unless its other keys are
+    # the option's own parameters, as flattened arguments.
+    if wrapped:
+        return _build(obj, "name")
     name = obj["name"]
-    if wrapped or (names is None and any(key in obj for key in _ARGS_KEYS)):
-        return _build(obj, "name")
-    if names is not None and isinstance(name, str) and name in names:
-        return _build(obj, "name")
-    return None
+    if any(key in obj for key in _ARGS_KEYS):
+        if names is None or (isinstance(name, str) and name in names):
+            return _build(obj, "name")
+        return None
+    if names is None or not isinstance(name, str) or name not in names or len(obj) == 1:
+        return None
+    params = getattr(names, "get", lambda _: None)(name)
+    params = getattr(params, "param_names", None)
+    if params is not None and not obj.keys() - {"name"} <= params:
+        return None
+    return _build(obj, "name")
 
 
 def _build(obj: dict[str, object], call_key: str) -> RawPick:

@@ -9,6 +9,7 @@ fences are candidate regions, other fences are skipped, the rest is bare text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 __all__ = ["drop_reasoning", "regions", "wrapper_ranges"]
 
@@ -23,7 +24,7 @@ def drop_reasoning(text: str) -> str:
         return text
     parts: list[str] = []
     cursor, inside = 0, False
-    for tag in _THINK.finditer(text):
+    for tag in _tags(text):
         closing = bool(tag.group(1))
         if inside and closing:
             inside, cursor = False, tag.end()
@@ -36,6 +37,26 @@ def drop_reasoning(text: str) -> str:
     if not inside:
         parts.append(text[cursor:])
     return "".join(parts)
+
+
+def _tags(text: str) -> Iterator[re.Match[str]]:
+    """Yield the reasoning tags of ``text`` that are not inside a quoted string.
+
+    A tag after an odd number of (unescaped) double quotes on its line sits in a JSON
+    string, a pick's argument perhaps: it is text, not reasoning. One pass: each stretch
+    between two tags is counted once.
+    """
+    cursor, quoted = 0, False
+    for tag in _THINK.finditer(text):
+        start = tag.start()
+        line = text.rfind("\n", cursor, start)
+        if line >= 0:
+            cursor, quoted = line + 1, False
+        quotes = text.count('"', cursor, start) - text.count('\\"', cursor, start)
+        quoted ^= quotes % 2 == 1
+        cursor = start
+        if not quoted:
+            yield tag
 
 
 def wrapper_ranges(text: str) -> tuple[list[int], list[int]]:

@@ -68,7 +68,7 @@ def _args_of(raw: RawPick, option: Option) -> dict[str, Any]:
         extras = raw.extras
         # Flattened arguments only when every other key is a parameter of the option:
         # otherwise the extra keys are commentary, not arguments.
-        if extras and set(extras) <= _param_names(option):
+        if extras and set(extras) <= option.param_names:
             return dict(extras)
         return {}
     args = raw.args
@@ -82,12 +82,6 @@ def _args_of(raw: RawPick, option: Option) -> dict[str, Any]:
             f"args of {option.name!r} must be a JSON object, got {type(args).__name__}",
         )
     return args
-
-
-def _param_names(option: Option) -> frozenset[str]:
-    if option.function is not None:
-        return frozenset(p.name for p in option.function.params)
-    return option.field_names
 
 
 def _check_schema(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:

@@ -478,3 +478,58 @@ def test_extract_action_a_pick_holding_a_constant_json_lacks_is_no_pick(constant
         "call": "set",
         "args": {"v": 1.5},
     }
+
+
+async def _f(x: int) -> int:
+    """Do f."""
+    return x
+
+
+async def _g(when: str = "now") -> str:
+    """Do g."""
+    return when
+
+
+NAMED = {"f": _f, "g": _g}
+
+
+@pytest.mark.parametrize(
+    "mention",
+    [
+        '(I did not pick {"name": "g"}.)',
+        'The options were: [{"name": "f"}, {"name": "g", "description": "end"}]',
+    ],
+    ids=["bare-name", "echoed-menu"],
+)
+def test_parse_args_an_object_with_a_name_is_data_unless_it_reads_as_a_pick(mention: str) -> None:
+    chosen, kwargs = decision.parse_args(f'{{"call": "f", "args": {{"x": 1}}}}\n{mention}', NAMED)
+
+    assert chosen is _f
+    assert kwargs == {"x": 1}
+
+
+def test_parse_args_a_name_with_the_options_own_parameters_is_a_flattened_pick() -> None:
+    chosen, kwargs = decision.parse_args(
+        '{"call": "f", "args": {"x": 1}} {"name": "g", "when": "later"}', NAMED
+    )
+
+    assert chosen is _g
+    assert kwargs == {"when": "later"}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'Done. {"call": "say", "args": {"text": "wrap it in <think> tags"}}',
+        'Final: {"call": "say", "args": {"text": "a <think>secret</think> b"}}',
+        'Done. {"call": "say", "args": {"text": "close </think> tag"}}',
+        'I could {"call": "wipe"} but no. {"call": "say", "args": {"text": "say <think>"}}',
+    ],
+    ids=["opener", "block", "closer", "mentioned-before"],
+)
+def test_extract_action_reasoning_tags_inside_a_string_are_text(reply: str) -> None:
+    action = decision.extract_action(reply, ["say", "wipe"])
+
+    assert action is not None
+    assert action["call"] == "say"
+    assert "think>" in action["args"]["text"]
