@@ -63,8 +63,15 @@ def check(spec: Spec, value: object, path: str) -> object:
         result = _check_list(spec, value, path)
     elif not _TYPE_OK[kind](value):
         raise _mismatch(spec, value, path)
+    elif kind == "float":
+        try:
+            result = float(value)  # type: ignore[arg-type]
+        except OverflowError:  # an integer of hundreds of digits
+            raise FieldError(
+                "type_mismatch", path, f"{path}: expected a float, got an integer too large for one"
+            ) from None
     else:
-        result = float(value) if kind == "float" else value  # type: ignore[arg-type]
+        result = value
     # The enum lists JSON values: compare what the model sent, not what pydantic made of it
     # (an Enum member is not equal to its JSON value).
     if spec.enum is not None and not _in_enum(value, spec.enum):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from collections.abc import Callable, Collection
 from typing import NamedTuple
@@ -32,9 +33,16 @@ def _not_json(constant: str) -> object:
     raise ValueError(f"{constant} is not JSON")
 
 
-# NaN and Infinity are not JSON (json.loads takes them by default): an object holding one
-# does not parse.
-_DECODER = json.JSONDecoder(strict=False, parse_constant=_not_json)
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e400: a number JSON can write but no float can hold
+        raise ValueError(f"{text} is out of a float's range")
+    return value
+
+
+# NaN and Infinity are not JSON (json.loads takes them by default), and a number too large
+# for a float would become one: an object holding either does not parse.
+_DECODER = json.JSONDecoder(strict=False, parse_constant=_not_json, parse_float=_finite)
 _SCAN: Callable[[str, int], tuple[object, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 

@@ -304,3 +304,16 @@ async def test_validate_constraint_failure_quotes_the_constraint_as_written() ->
 
     assert error.kind == "type_mismatch"
     assert "^[A-Z]{3}$" in error.detail  # the pattern as written, not lowered
+
+
+async def test_validate_numbers_no_float_can_hold_are_failures_not_errors() -> None:
+    async def setv(v: float) -> float:
+        """Set the value."""
+        return v
+
+    too_large = await fail([setv], pick("setv", v=10**400))
+    out_of_range = await fail([setv], '{"call": "setv", "args": {"v": 1e400}}')
+
+    assert too_large.kind == "type_mismatch"
+    assert "too large" in too_large.detail
+    assert out_of_range.kind == "no_action"  # 1e400 would be infinity: not a JSON number here
