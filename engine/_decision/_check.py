@@ -56,6 +56,8 @@ def check(spec: Spec, value: object, path: str) -> object:
         return None
     kind = spec.kind
     if kind == "model":
+        if spec.enum is not None and not _enum_type_ok(value, spec.enum):
+            raise _mismatch(spec, value, path)  # type before enum, as for every other field
         result = _check_model(spec, value, path)
     elif kind == "object":
         result = _check_object(spec, value, path)
@@ -77,6 +79,12 @@ def check(spec: Spec, value: object, path: str) -> object:
     if spec.enum is not None and not _in_enum(value, spec.enum):
         raise _not_in_enum(spec.enum, value, path)
     return result
+
+
+def _enum_type_ok(value: object, enum: tuple[object, ...]) -> bool:
+    """Tell whether ``value`` has the JSON type of an enum's values (an int is a float)."""
+    kinds = {type(e) for e in enum if e is not None}
+    return type(value) in kinds or (type(value) is int and float in kinds)
 
 
 def _check_null(spec: Spec, path: str) -> None:

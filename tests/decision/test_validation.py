@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Annotated, Any, Literal
 
@@ -317,3 +318,33 @@ async def test_validate_numbers_no_float_can_hold_are_failures_not_errors() -> N
     assert too_large.kind == "type_mismatch"
     assert "too large" in too_large.detail
     assert out_of_range.kind == "no_action"  # 1e400 would be infinity: not a JSON number here
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+async def set_level(level: Level) -> Level:
+    """Set the level."""
+    return level
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ("1", "type_mismatch"),
+        (True, "type_mismatch"),
+        (1.0, "type_mismatch"),
+        (3, "enum_violation"),
+    ],
+    ids=["string", "bool", "float", "not-a-member"],
+)
+async def test_validate_enum_type_is_checked_before_its_values(value: object, kind: str) -> None:
+    error = await fail([set_level], pick("set_level", level=value))
+
+    assert error.kind == kind
+
+
+async def test_validate_enum_member_by_its_value() -> None:
+    assert await ask([set_level], pick("set_level", level=2)) is Level.HIGH
