@@ -9,6 +9,7 @@ with no record. A fingerprint that no longer matches raises :class:`NonDetermini
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,6 +40,8 @@ __all__ = [
 
 
 _REPLAYED_LAYERS = frozenset({"parse", "decision"})
+# A branch of engine.gather/map in a key: its index, then its counter (``2:0``).
+_BRANCH = re.compile(r"\d+:\d+")
 
 
 class Control(Protocol):
@@ -151,10 +154,7 @@ class JournalHooks(Hooks):
         self._caught = {
             k
             for k, i in last_failure.items()
-            if any(
-                r.key != k and not r.key.startswith(f"{k}@") and r.kind != "retry"
-                for r in self.journal[i + 1 :]
-            )
+            if any(r.kind != "retry" and _moved_past(k, r.key) for r in self.journal[i + 1 :])
         }
         # Re-picks and decision retries replay from journaled replies, and meet their attempts
         # again; other layers' attempts are live whenever they happen, so each one counts.
@@ -413,6 +413,19 @@ class JournalHooks(Hooks):
         with anyio.CancelScope(shield=True):
             await self.store.append(self.run_id, batch, owner=self.owner)
         self._records[(record.kind, record.key)] = record
+
+
+def _moved_past(failure: str, later: str) -> bool:
+    """Tell whether a record at ``later``, after a failure at ``failure``, shows the flow
+    went on past it: not the failure's own ask afresh (``key@1/...``), and not a sibling
+    branch of a gather (its work goes on while the failing branch stops the run).
+    """
+    if later == failure or later.startswith(f"{failure}@"):
+        return False
+    for mine, theirs in zip(failure.split("/"), later.split("/"), strict=False):
+        if mine != theirs:
+            return not (_BRANCH.fullmatch(mine) and _BRANCH.fullmatch(theirs))
+    return True
 
 
 async def _park() -> None:

@@ -513,3 +513,27 @@ async def test_cancelling_a_suspended_run_keeps_what_its_decision_offered(store:
     assert cancelled.error.replies == ["?", "??"]
     resumed = await Engine(model=ScriptedModel([pick("close")]), store=store).resume("c1")
     assert resumed.status == "completed"
+
+
+async def test_a_sibling_branchs_failure_is_asked_again_on_resume(store: Store) -> None:
+    async def nope(request: Request) -> str:
+        await anyio.sleep(0.01)
+        return "no pick here"
+
+    eng = Engine(model=ScriptedModel(nope), store=store)
+    both = await eng.run(sf.two_checks, "t", run_id="b1")
+    journal = await store.load_journal("b1")
+    failures = [r.key for r in journal if r.kind == "decision_failed"]
+    assert len(failures) == 2  # both branches failed before the run stopped
+    # The same journal, stopped at the second failure: the first one is followed by records of
+    # the other branch only, which is not the flow moving past it.
+    assert both.error is not None
+    error = both.error.model_copy(update={"where": failures[1]})
+    copy = both.model_copy(update={"run_id": "b2", "error": error, "version": 0})
+    await store.create_run(copy)
+    await store.append("b2", journal)
+
+    resumed = await Engine(model=ScriptedModel(lambda r: pick("ok")), store=store).resume("b2")
+
+    assert resumed.status == "completed"
+    assert resumed.result == ["slow:ok", "fast:ok"]
