@@ -9,19 +9,19 @@ from pathlib import Path
 import anyio
 import pytest
 import support_flows as sf
+from down_provider import Down
 from pydantic import BaseModel
 
 from engine import (
     DecisionError,
     Engine,
     NonDeterminismError,
-    ProviderUnavailableError,
     Runtime,
     agentic_function,
     decision,
     transport_policy,
 )
-from engine.models import Request, Response, ScriptedModel
+from engine.models import Request, ScriptedModel
 from engine.store import Store
 
 
@@ -413,28 +413,10 @@ async def test_run_many_with_two_inputs_naming_one_run_runs_it_once(store: Store
     assert stored.status == "completed"
 
 
-class _Down:
-    """A provider that answers 503 until it is told it is back."""
-
-    name = "down"
-
-    def __init__(self) -> None:
-        self.up = False
-        self.calls = 0
-
-    async def complete(self, request: Request) -> Response:
-        self.calls += 1
-        if not self.up:
-            raise ProviderUnavailableError("503 from the provider", provider="down")
-        return Response(
-            text=pick(
-                "billing"
-                if "Classify" in request.messages[0].text
-                else "hold"
-                if "Act" in request.messages[0].text
-                else "close"
-            )
-        )
+def _three_decisions_answer(request: Request) -> str:
+    """Pick for sf.three_decisions by its prompt: classify, act, close."""
+    text = request.messages[0].text
+    return pick("billing" if "Classify" in text else "hold" if "Act" in text else "close")
 
 
 async def test_provider_error_after_transport_retries_fails_the_run_and_it_resumes(
@@ -443,7 +425,7 @@ async def test_provider_error_after_transport_retries_fails_the_run_and_it_resum
     async def no_wait(seconds: float) -> None:
         return None
 
-    model = _Down()
+    model = Down(_three_decisions_answer)
     runtime = Runtime(model=model, transport=transport_policy(attempts=3, sleep=no_wait))
     eng = Engine(runtime=runtime, store=store, breaker=None)
     run = await eng.run(sf.three_decisions, "t1", run_id="p1")

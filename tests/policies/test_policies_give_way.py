@@ -6,10 +6,10 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+from down_provider import Down
 
 from engine import (
     Engine,
-    ProviderUnavailableError,
     Runtime,
     agentic_function,
     decision,
@@ -17,24 +17,8 @@ from engine import (
     step_policy,
     transport_policy,
 )
-from engine.models import Request, Response, ScriptedModel
+from engine.models import Request, ScriptedModel
 from engine.store import MemoryStore
-
-
-class Flaky:
-    """A provider that answers 503 until it is told it is up."""
-
-    name = "flaky"
-
-    def __init__(self) -> None:
-        self.up = False
-        self.calls = 0
-
-    async def complete(self, request: Request) -> Response:
-        self.calls += 1
-        if not self.up:
-            raise ProviderUnavailableError("503 from the test", provider="flaky")
-        return Response(text='{"call": "billing"}', finish_reason="stop")
 
 
 class Gate:
@@ -55,7 +39,7 @@ async def route(ticket: str, runtime: Runtime | None = None) -> str:
     return picked
 
 
-def engine(model: Flaky, gate: Gate) -> Engine:
+def engine(model: Down, gate: Gate) -> Engine:
     runtime = Runtime(model=model, transport=transport_policy(attempts=1))
     policy = run_policy(5, sleep=gate.sleep)
     return Engine(runtime=runtime, store=MemoryStore(), run_policy=policy, breaker=None)
@@ -77,7 +61,7 @@ async def run_while(eng: Engine, gate: Gate, meanwhile: Any) -> Any:
 
 
 async def test_run_policy_gives_way_to_a_cancel() -> None:
-    model, gate = Flaky(), Gate()
+    model, gate = Down(lambda request: '{"call": "billing"}'), Gate()
     eng = engine(model, gate)
 
     async def cancel() -> None:
@@ -92,7 +76,7 @@ async def test_run_policy_gives_way_to_a_cancel() -> None:
 
 
 async def test_run_policy_gives_way_to_a_resume_by_hand() -> None:
-    model, gate = Flaky(), Gate()
+    model, gate = Down(lambda request: '{"call": "billing"}'), Gate()
     eng = engine(model, gate)
 
     async def resume() -> None:
@@ -107,7 +91,7 @@ async def test_run_policy_gives_way_to_a_resume_by_hand() -> None:
 
 
 async def test_a_shutdown_ends_a_run_policy_wait_at_once() -> None:
-    model, gate = Flaky(), Gate()
+    model, gate = Down(lambda request: '{"call": "billing"}'), Gate()
     eng = engine(model, gate)
 
     async def shutdown() -> None:
