@@ -36,8 +36,9 @@ def idempotency_key() -> str:
     """Return a key that names the current step of the current run, stable across replays.
 
     A step may run again when its process died after the step's side effect but before its
-    result was journaled. Key the side effect by this value (a unique column, an idempotency
-    header) and the second attempt lands nowhere.
+    result was journaled, or when its step policy tries it again. Key the side effect by
+    this value (a unique column, an idempotency header) and the second attempt lands
+    nowhere: it is the same on every attempt (the retry nodes of the trace are left out).
 
     Raises:
         RuntimeError: Called outside a durable run.
@@ -46,7 +47,8 @@ def idempotency_key() -> str:
     node = current_node.get()
     if run_id is None or node is None:
         raise RuntimeError("idempotency_key() is only available inside a run of Engine")
-    return f"{run_id}:{node.key}"
+    path = "/".join(part for part in node.key.split("/") if not part.startswith("retry:"))
+    return f"{run_id}:{path}"
 
 
 @contextmanager

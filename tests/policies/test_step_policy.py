@@ -13,6 +13,7 @@ from engine import (
     Runtime,
     agentic_function,
     decision,
+    idempotency_key,
     step_policy,
 )
 from engine._decision._params import AGENTIC_ATTR
@@ -196,3 +197,28 @@ async def test_resume_of_a_failed_run_does_not_redo_a_step_that_succeeded_on_ret
     assert resumed.status == "failed"  # send_email still fails, and runs once more
     assert CALLS == {"flaky_refund": 3, "send_email": 2}
     assert resumed.retries == {"step": 2}
+
+
+async def test_idempotency_key_is_the_same_on_every_attempt_of_a_step() -> None:
+    keys: list[str] = []
+
+    @agentic_function(retry=step_policy(attempts=3, sleep=no_wait))
+    async def charge(amount: float) -> str:
+        """Charge the card."""
+        keys.append(idempotency_key())
+        if len(keys) < 3:
+            raise ConnectionError("the payment provider dropped the connection")
+        return "charged"
+
+    @agentic_function
+    async def pay(ticket: str, runtime: Runtime | None = None) -> str:
+        result: str = await decision.make("Pay?", [charge])
+        return result
+
+    model = ScriptedModel([json.dumps({"call": "charge", "args": {"amount": 5.0}})])
+    run = await Engine(model=model, store=MemoryStore()).run(pay, "t", run_id="k1")
+
+    assert run.status == "completed"
+    assert len(keys) == 3
+    assert len(set(keys)) == 1  # one key: the side effect of a retried step lands once
+    assert keys[0].startswith("k1:")
