@@ -294,6 +294,13 @@ class Batch:
             self._busy += 1
             try:
                 await self._one(*taken)
+            except Exception as exc:
+                # An input the run cannot start with (not JSON, say): stop the batch and
+                # raise it as it is, like an error of the inputs themselves.
+                if self._failed is None:
+                    self._failed = exc
+                self._pool.cancel_scope.cancel()
+                return
             finally:
                 self._busy -= 1
             if self._sink is None:

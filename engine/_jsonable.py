@@ -45,7 +45,7 @@ def to_json(value: object, *, what: str) -> Any:
                 "cannot hold; return None or a string for it instead"
             ) from exc
         raise JournalError(
-            f"{what} is a {type(value).__name__}, which cannot be journaled as JSON; return "
+            f"{what} is a {type(value).__name__}, which cannot be journaled as JSON; use "
             "JSON data, a pydantic model or a dataclass instead"
         ) from exc
     return data

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine import Engine, Runtime, agentic_function, decision
+from engine import Engine, JournalError, Runtime, agentic_function, decision
 from engine.models import ScriptedModel
 from engine.store import MemoryStore
 
@@ -27,3 +27,10 @@ async def test_batch_inputs_that_raise_propagate_their_error_unwrapped() -> None
 
     with pytest.raises(OSError, match="the input file went away"):
         await eng.run_many(answer, tickets(), concurrency=1)
+
+
+async def test_batch_input_that_cannot_be_journaled_raises_its_error_unwrapped() -> None:
+    eng = Engine(model=ScriptedModel(lambda request: '{"call": "yes"}'), store=MemoryStore())
+
+    with pytest.raises(JournalError, match="cannot be journaled as JSON; use JSON data"):
+        await eng.run_many(answer, ["t1", object()], concurrency=1)
