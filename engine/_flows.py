@@ -7,7 +7,7 @@ import importlib
 import inspect
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine._errors import JournalError
 from engine._jsonable import from_json, to_json
@@ -17,10 +17,30 @@ __all__ = ["FLOWS", "FlowRegistry", "decode_input", "encode_input", "flow_name"]
 Flow = Callable[..., Any]
 
 
+class _Signature(NamedTuple):
+    """What decoding a flow's stored input needs of its signature."""
+
+    positional: list[str]
+    named: frozenset[str]
+    var_positional: str | None
+    var_keyword: str | None
+    hints: dict[str, Any]
+
+
 @functools.lru_cache(maxsize=256)
-def _parameters(flow: Flow) -> tuple[list[str], dict[str, Any]]:
+def _parameters(flow: Flow) -> _Signature:
     # Resolving annotations evaluates strings (postponed annotations): once per flow.
-    return list(inspect.signature(flow).parameters), typing.get_type_hints(inspect.unwrap(flow))
+    params = list(inspect.signature(flow).parameters.values())
+    kinds = inspect.Parameter
+    return _Signature(
+        [p.name for p in params if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)],
+        frozenset(
+            p.name for p in params if p.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD)
+        ),
+        next((p.name for p in params if p.kind is kinds.VAR_POSITIONAL), None),
+        next((p.name for p in params if p.kind is kinds.VAR_KEYWORD), None),
+        typing.get_type_hints(inspect.unwrap(flow)),
+    )
 
 
 def flow_name(flow: Flow) -> str:
@@ -98,19 +118,25 @@ def encode_input(
 def decode_input(flow: Flow, data: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     """Validate stored arguments back against the flow's parameter annotations."""
     try:
-        names, hints = _parameters(flow)
+        sig = _parameters(flow)
     except (TypeError, ValueError, NameError) as exc:
         raise JournalError(f"cannot read the signature of flow {flow!r}") from exc
+    hints, empty = sig.hints, inspect.Signature.empty
+
+    def positional(i: int) -> object:  # beyond the named ones: *args's item annotation
+        name = sig.positional[i] if i < len(sig.positional) else sig.var_positional
+        return hints.get(name, empty) if name is not None else empty
+
+    def keyword(key: str) -> object:  # not a parameter of its own: **kwargs's annotation
+        name = key if key in sig.named or sig.var_keyword is None else sig.var_keyword
+        return hints.get(name, empty)
+
     args = [
-        from_json(
-            value,
-            hints.get(names[i], inspect.Signature.empty) if i < len(names) else None,
-            what=f"argument {i}",
-        )
+        from_json(value, positional(i), what=f"argument {i}")
         for i, value in enumerate(data.get("args", []))
     ]
     kwargs = {
-        k: from_json(v, hints.get(k, inspect.Signature.empty), what=f"argument {k!r}")
+        k: from_json(v, keyword(k), what=f"argument {k!r}")
         for k, v in data.get("kwargs", {}).items()
     }
     return args, kwargs

@@ -118,3 +118,26 @@ async def refund_flow(ticket: str, runtime: Runtime | None = None) -> str:
 async def two_checks(ticket: str, runtime: Runtime | None = None) -> list[str]:
     """Two line items checked in gathered branches."""
     return await engine.gather(check_item("slow"), check_item("fast"))
+
+
+class Item(BaseModel):
+    """A line item, passed to a flow as a model."""
+
+    sku: str
+
+
+class Note(BaseModel):
+    """A note, passed to a flow by keyword."""
+
+    text: str
+
+
+@agentic_function
+async def many_items(
+    first: Item, *rest: Item, runtime: Runtime | None = None, **notes: Note
+) -> str:
+    """A flow of variable arguments: each must come back as the model it was."""
+    close: str = await decision.make("Close?", ["close", "keep"])
+    skus = [first.sku, *(item.sku for item in rest)]
+    texts = [f"{k}={n.text}" for k, n in sorted(notes.items())]
+    return f"{','.join(skus)}|{','.join(texts)}|{close}"

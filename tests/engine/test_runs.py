@@ -519,3 +519,16 @@ async def test_a_sibling_branchs_failure_is_asked_again_on_resume(store: Store) 
 
     assert resumed.status == "completed"
     assert resumed.result == ["slow:ok", "fast:ok"]
+
+
+async def test_a_flow_of_variable_arguments_gets_them_back_as_they_were(store: Store) -> None:
+    first = Engine(model=ScriptedModel(["?", "??"]), store=store)
+    run = await first.run(
+        sf.many_items, sf.Item(sku="a"), sf.Item(sku="b"), run_id="v1", gift=sf.Note(text="wrap")
+    )
+    assert run.status == "suspended"  # the flow got its arguments as models the first time
+
+    resumed = await Engine(model=ScriptedModel([pick("close")]), store=store).resume("v1")
+
+    assert resumed.status == "completed"
+    assert resumed.result == "a,b|gift=wrap|close"
