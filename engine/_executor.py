@@ -98,10 +98,10 @@ class Executor:
             try:
                 await self.call_flow(flow, run, hooks, Trace())
             except Exception as exc:
-                rejected = _human_rejection(exc)
+                rejected = _found(exc, _rejects_human_pick)
                 if rejected is not None:
                     raise rejected from None
-                if _holds(exc, ProbeDone):
+                if _found(exc, lambda e: isinstance(e, ProbeDone)) is not None:
                     return
         log.warning("resume_pick_unchecked", run_id=run.run_id, where=order.where)
 
@@ -392,20 +392,16 @@ def _is_async(flow: Flow) -> bool:
     )
 
 
-def _human_rejection(exc: BaseException) -> DecisionError | None:
-    """Return the rejection of a human pick held by ``exc`` (an exception group, perhaps)."""
-    if isinstance(exc, DecisionError):
-        return exc if getattr(exc, "human_pick", False) else None
+def _rejects_human_pick(exc: BaseException) -> bool:
+    return isinstance(exc, DecisionError) and getattr(exc, "human_pick", False)
+
+
+def _found(exc: BaseException, match: Callable[[BaseException], bool]) -> BaseException | None:
+    """Return ``exc``, or the first exception of its group (at any depth), that ``match``es."""
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = _human_rejection(inner)
+            found = _found(inner, match)
             if found is not None:
                 return found
-    return None
-
-
-def _holds(exc: BaseException, kind: type[BaseException]) -> bool:
-    """Tell whether ``exc`` is, or is a group that holds, an exception of ``kind``."""
-    if isinstance(exc, BaseExceptionGroup):
-        return any(_holds(inner, kind) for inner in exc.exceptions)
-    return isinstance(exc, kind)
+        return None
+    return exc if match(exc) else None

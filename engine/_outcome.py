@@ -54,7 +54,7 @@ class Outcome:
             ``cancelled``, ``shutdown``).
         limit: The limit that cut it short (``timeout_s``, or the wall-time budget).
         spent_s: Seconds the run has run, all executions together.
-        where: The key of the node ``error`` came out of (see :meth:`Trace.failed_at`).
+        where: The key of the node ``error`` came out of (see :func:`engine._trace.failed_at`).
     """
 
     value: Any = None
