@@ -49,6 +49,9 @@ __all__ = ["Engine"]
 Flow = Callable[..., Any]
 Inputs = Iterable[Any] | AsyncIterable[Any]
 _NO_LIMIT: AbstractAsyncContextManager[object] = nullcontext()
+_ORPHANABLE: tuple[RunStatus, ...] = ("queued", "running")
+_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+_DEFAULT_BREAKER = CircuitBreaker()
 
 
 class _PolicyYields(Exception):
@@ -57,11 +60,6 @@ class _PolicyYields(Exception):
     def __init__(self, run: Run) -> None:
         super().__init__(run.run_id)
         self.run = run
-
-
-_ORPHANABLE: tuple[RunStatus, ...] = ("queued", "running")
-_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
-_DEFAULT_BREAKER = CircuitBreaker()
 
 
 class Engine:

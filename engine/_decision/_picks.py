@@ -6,7 +6,7 @@ import ast
 import json
 import math
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import NamedTuple
 
 __all__ = [
@@ -148,8 +148,8 @@ def as_pick(obj: dict[str, object], names: Collection[str] | None, wrapped: bool
         return None
     if names is None or not isinstance(name, str) or name not in names or len(obj) == 1:
         return None
-    params = getattr(names, "get", lambda _: None)(name)
-    params = getattr(params, "param_names", None)
+    option = names.get(name) if isinstance(names, Mapping) else None  # a menu's options
+    params = getattr(option, "param_names", None)
     if params is not None and not obj.keys() - {"name"} <= params:
         return None
     return _build(obj, "name")
