@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from decision_overhead import PICK3, THREE, escalate, refund
 
 from engine import Runtime, decision
+from engine._base._trace import Trace
 from engine._decision._extract import find_pick
 from engine._decision._menu import build_menu
 from engine._decision._validate import validate
-from engine._requests import build_request
-from engine._trace import Trace
+from engine._runtime._requests import build_request
 from engine.models import Request, ScriptedModel, TextBlock
 
 ROUNDS = 9

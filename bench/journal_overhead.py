@@ -25,7 +25,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import Engine, Runtime, agentic_function, decision
-from engine._context import ambient_runtime
+from engine._base._context import ambient_runtime
 from engine.models import Request, Response
 from engine.store import SQLiteStore
 

@@ -38,7 +38,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import Engine
-from engine._context import current_node, current_run_id
+from engine._base._context import current_node, current_run_id
 from engine.models import Faults, Request, Response, SimulatedModel
 from engine.store import SQLiteStore
 from flows.ticket_routing import Ticket, route_ticket

@@ -6,13 +6,8 @@ resolves the pick into the result of the next step. Runs are journaled and resum
 """
 
 from engine import decision
-from engine._agentic import agentic_function
-from engine._batch import Batch, BatchProgress
-from engine._branches import gather, map
-from engine._breaker import CircuitBreaker
-from engine._context import idempotency_key
-from engine._engine import Engine
-from engine._errors import (
+from engine._base._context import idempotency_key
+from engine._base._errors import (
     AuthenticationError,
     BadRequestError,
     BudgetExceededError,
@@ -34,22 +29,27 @@ from engine._errors import (
     RunStopped,
     ScriptExhaustedError,
 )
-from engine._graph import RoutingGraph
-from engine._guard import ProviderGuard
-from engine._hooks import Hooks, RetryEvent
-from engine._ledger import RunBudget
-from engine._limits import ModelLimits
-from engine._logging import configure_logging
-from engine._policies import (
+from engine._base._logging import configure_logging
+from engine._base._trace import Node, Trace
+from engine._limits._breaker import CircuitBreaker
+from engine._limits._guard import ProviderGuard
+from engine._limits._limiter import ModelLimits
+from engine._observe._graph import RoutingGraph
+from engine._observe._trace_view import render_trace
+from engine._retries._ledger import RunBudget
+from engine._retries._policies import (
     DecisionPolicy,
     decision_policy,
     run_policy,
     step_policy,
     transport_policy,
 )
-from engine._runtime import Runtime
-from engine._trace import Node, Trace
-from engine._trace_view import render_trace
+from engine._run._batch import Batch, BatchProgress
+from engine._run._engine import Engine
+from engine._runtime._agentic import agentic_function
+from engine._runtime._branches import gather, map
+from engine._runtime._hooks import Hooks, RetryEvent
+from engine._runtime._runtime import Runtime
 
 __all__ = [
     "AuthenticationError",

@@ -5,6 +5,6 @@ in the same database lets any worker resume a run another one started. See
 ``docs/postgres.md``. Needs the ``postgres`` extra (``pip install -e ".[postgres]"``).
 """
 
-from engine._distributed import DEFAULT_QUEUE, TASK, request_resume, submit, worker
+from engine._workers._distributed import DEFAULT_QUEUE, TASK, request_resume, submit, worker
 
 __all__ = ["DEFAULT_QUEUE", "TASK", "request_resume", "submit", "worker"]

@@ -12,7 +12,7 @@ install it.
 """
 
 try:
-    from engine._otel import export_run, export_trace
+    from engine._observe._otel import export_run, export_trace
 except ModuleNotFoundError as exc:
     if not (exc.name or "").startswith("opentelemetry"):
         raise

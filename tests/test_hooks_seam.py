@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from engine import Runtime, decision
-from engine._hooks import Hooks, current_hooks
+from engine._runtime._hooks import Hooks, current_hooks
 from engine.models import ScriptedModel
 
 PICK = json.dumps({"call": "double", "args": {"n": 4}})

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine._base._errors import OptionsTypeError, OptionsValueError
 from engine._decision._params import FunctionSpec, Param, describe, function_spec
 from engine._decision._render import render_block
 from engine._decision._spec import from_schema
-from engine._errors import OptionsTypeError, OptionsValueError
 
 __all__ = ["SCALARS", "Option", "OptionKind", "normalise"]
 

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine._context import RUNTIME_PARAMS
+from engine._base._context import RUNTIME_PARAMS
+from engine._base._errors import OptionsTypeError
 from engine._decision._spec import Spec, from_annotation, from_spec, with_enum
-from engine._errors import OptionsTypeError
 
 __all__ = [
     "AGENTIC_ATTR",

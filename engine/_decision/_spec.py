@@ -20,8 +20,8 @@ from typing import Any, Literal
 from pydantic.errors import PydanticUserError
 from pydantic_core import to_jsonable_python
 
+from engine._base._errors import OptionsTypeError
 from engine._decision._check import FieldError, adapter, check
-from engine._errors import OptionsTypeError
 
 __all__ = ["META_KEYS", "FieldError", "Spec", "check", "from_annotation", "from_schema"]
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from engine._context import RUNTIME_PARAMS
+from engine._base._context import RUNTIME_PARAMS
+from engine._base._errors import OptionsTypeError
 from engine._decision._extract import RawPick
 from engine._decision._menu import Menu
 from engine._decision._options import Option
 from engine._decision._params import EMPTY
 from engine._decision._spec import FieldError, check
-from engine._errors import OptionsTypeError
 
 __all__ = ["Failure", "Pick", "bind", "validate"]
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from engine._errors import ModelTimeoutError, ProviderUnavailableError, RateLimitError
+from engine._base._errors import ModelTimeoutError, ProviderUnavailableError, RateLimitError
 from engine.models._fill import fill, wrong_value
 from engine.models._types import ChoiceSpec, Request, Response, ToolCall, trusted_response
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from engine._errors import JournalError
+from engine._base._errors import JournalError
 from engine.store import _postgres_io as io
 from engine.store import _postgres_sql as sql
 from engine.store._checks import check_prune, trace_json

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
 
-from engine._errors import JournalError
+from engine._base._errors import JournalError
 from engine.store import _postgres_sql as sql
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from engine import (
     step_policy,
     transport_policy,
 )
-from engine._batch import DEFAULT_CONCURRENCY
-from engine._limits import DEFAULT_PAUSE_S
+from engine._limits._limiter import DEFAULT_PAUSE_S
+from engine._run._batch import DEFAULT_CONCURRENCY
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "retries.md"
 TEXT = DOC.read_text(encoding="utf-8")

@@ -6,8 +6,8 @@ import anyio
 import pytest
 
 import engine
-from engine._context import using_node
-from engine._trace import Trace
+from engine._base._context import using_node
+from engine._base._trace import Trace
 
 
 async def test_gather_returns_results_in_argument_order() -> None:

@@ -10,7 +10,7 @@ import support_flows as sf
 
 import engine
 from engine import DecisionError, Engine, Runtime, agentic_function, decision
-from engine._graph import RoutingGraph
+from engine._observe._graph import RoutingGraph
 from engine.models import Request, ScriptedModel
 from engine.store import MemoryStore
 

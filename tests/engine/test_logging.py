@@ -13,10 +13,10 @@ import structlog
 import support_flows as sf
 
 from engine import AuthenticationError, Engine, RateLimitError, Runtime, transport_policy
-from engine._context import current_node, current_run_id
-from engine._logging import configure_logging
-from engine._secrets import MASK, env_secrets, mask_secrets
-from engine._trace import Trace
+from engine._base._context import current_node, current_run_id
+from engine._base._logging import configure_logging
+from engine._base._secrets import MASK, env_secrets, mask_secrets
+from engine._base._trace import Trace
 from engine.models import Request, Response
 from engine.store import SQLiteStore
 

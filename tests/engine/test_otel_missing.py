@@ -12,7 +12,7 @@ def test_importing_without_opentelemetry_names_the_extra(monkeypatch: pytest.Mon
     for name in [m for m in sys.modules if m.startswith("opentelemetry")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # an import of it now fails
-    for name in ("engine.otel", "engine._otel"):
+    for name in ("engine.otel", "engine._observe._otel"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(ImportError, match=r'pip install -e "\.\[otel\]"') as caught:
         importlib.import_module("engine.otel")

@@ -11,7 +11,7 @@ import structlog
 import support_flows as sf
 
 from engine import Engine, Runtime, agentic_function, decision
-from engine._flows import flow_name
+from engine._run._flows import flow_name
 from engine.models import ScriptedModel
 from engine.store import JournalRecord, MemoryStore, Run, Store
 

@@ -353,7 +353,7 @@ async def test_resume_of_a_local_flow_needs_flow_argument(store: Store) -> None:
     eng = Engine(model=ScriptedModel(["?", "??"]), store=store)
     run = await eng.run(local, "t", run_id="l1")
     assert run.status == "suspended"
-    from engine._flows import FLOWS
+    from engine._run._flows import FLOWS
 
     FLOWS._flows.pop(run.flow)  # a new process has not run it
     with pytest.raises(LookupError, match="pass flow="):

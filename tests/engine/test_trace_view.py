@@ -7,7 +7,7 @@ import json
 import support_flows as sf
 
 from engine import Engine, Runtime, agentic_function, decision
-from engine._trace_view import render_trace, trace_lines
+from engine._observe._trace_view import render_trace, trace_lines
 from engine.models import ScriptedModel
 from engine.store import MemoryStore
 

@@ -18,7 +18,7 @@ from engine import (
     decision,
     transport_policy,
 )
-from engine._breaker import Circuit
+from engine._limits._breaker import Circuit
 from engine.models import Request, Response, SimulatedModel
 from engine.store import MemoryStore
 

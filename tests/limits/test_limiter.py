@@ -7,7 +7,7 @@ import pytest
 from virtual_clock import VirtualClock, virtual_time
 
 from engine import ModelLimits
-from engine._limits import FIRST_REPLY_GUESS, ModelLimiter
+from engine._limits._limiter import FIRST_REPLY_GUESS, ModelLimiter
 from engine.models import Message, Request, Usage
 
 

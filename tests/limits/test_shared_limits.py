@@ -15,7 +15,7 @@ from engine import (
     decision,
     transport_policy,
 )
-from engine._guard import GuardedModel, provider_of
+from engine._limits._guard import GuardedModel, provider_of
 from engine.models import OpenAIModel, Request, Response, SimulatedModel
 from engine.store import MemoryStore
 

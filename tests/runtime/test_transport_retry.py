@@ -18,7 +18,7 @@ from engine import (
     Trace,
     decision,
 )
-from engine._retry import complete, transport_policy
+from engine._retries._transport import complete, transport_policy
 from engine.models import Message, Request, Response, ScriptedModel
 
 

@@ -1,0 +1,136 @@
+"""The runs an executor holds: their latest stored version, their leases, how to stop them.
+
+While a run is ``running`` its owner renews a lease on it; a run whose lease ran out (its
+process died) may be taken over by another worker. One :class:`Holder` per run carries the
+latest stored version (shared by the run and its renewer, under a lock), the run's cancel
+scope, and the engine's request to stop it: at its next transition (a drain), or at once.
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+
+from engine._base._log import log
+from engine.store import Run, Store
+
+__all__ = ["Halt", "Holder", "Leases", "lease_expired"]
+
+
+class Halt:
+    """An engine-wide request to stop every run at its next transition (a shutdown)."""
+
+    __slots__ = ("stopping",)
+
+    def __init__(self) -> None:
+        self.stopping: str | None = None
+
+
+class Holder:
+    """A run in flight here: its latest stored version, its scope, and any stop request."""
+
+    __slots__ = (
+        "_done",
+        "_stopping",
+        "finished",
+        "halt",
+        "lock",
+        "run",
+        "scope",
+        "started",
+        "stop_reason",
+    )
+
+    def __init__(self, run: Run, halt: Halt | None = None) -> None:
+        self.run = run
+        self.halt = halt
+        # Fast: taken once per renewal and once at the end, almost never contended, and a
+        # yield on every uncontended take would cost each run a trip through the event loop.
+        self.lock = anyio.Lock(fast_acquire=True)
+        self.finished = False
+        self._done: anyio.Event | None = None  # made only when someone waits
+        self.started = time.monotonic()
+        self.scope: anyio.CancelScope | None = None
+        self._stopping: str | None = None
+        #: Why the run's scope was cancelled, when the engine cancelled it.
+        self.stop_reason: str | None = None
+
+    async def wait(self) -> None:
+        """Wait until the run has been recorded as it ended."""
+        if not self.finished:
+            if self._done is None:
+                self._done = anyio.Event()
+            await self._done.wait()
+
+    def finish(self) -> None:
+        """Mark the run recorded; wake whoever waits."""
+        self.finished = True
+        if self._done is not None:
+            self._done.set()
+
+    @property
+    def stopping(self) -> str | None:
+        """Why the run should stop at its next transition (a drain), or ``None``."""
+        if self._stopping is None and self.halt is not None:
+            return self.halt.stopping
+        return self._stopping
+
+    def stop(self, reason: str, *, now: bool) -> None:
+        """Ask the run to stop: at its next model call or step, or ``now`` (cancelled)."""
+        if self._stopping is None:
+            self._stopping = reason
+        if now and self.scope is not None and self.stop_reason is None:
+            self.stop_reason = reason
+            self.scope.cancel()
+
+
+class Leases:
+    """Keep the leases of an owner's runs alive, one renewer per run or one for a batch."""
+
+    def __init__(self, store: Store, owner: str, lease_s: float) -> None:
+        self.store = store
+        self.owner = owner
+        self.lease_s = lease_s
+        self.holders: dict[str, Holder] = {}
+        #: Batches running a shared renewer; while any does, runs start no renewer of their own.
+        self.shared = 0
+
+    async def renew_one(self, holder: Holder) -> None:
+        """Renew one run's lease until it is no longer this owner's (cancel to stop)."""
+        while True:
+            await anyio.sleep(self.lease_s / 3)
+            if not await self.renew(holder):
+                return
+
+    async def renew_all(self) -> None:
+        """Renew every held run's lease, every third of a lease (cancel to stop)."""
+        while True:
+            await anyio.sleep(self.lease_s / 3)
+            async with anyio.create_task_group() as tg:  # concurrent: one group commit
+                for holder in list(self.holders.values()):
+                    tg.start_soon(self.renew, holder)
+
+    async def renew(self, holder: Holder) -> bool:
+        """Extend one run's lease; return False when the run is no longer this owner's."""
+        # Shielded: a renewal that commits must also update the holder, or the run's final
+        # compare-and-set would use a stale version.
+        async with holder.lock:
+            run = holder.run
+            if run.owner != self.owner or run.status != "running":
+                return False
+            with anyio.CancelScope(shield=True):
+                renewed = await self.store.update_run(
+                    run.model_copy(update={"lease_expires_at": time.time() + self.lease_s}),
+                    expected_version=run.version,
+                )
+            if renewed is None:
+                log.warning("lease_lost", run_id=run.run_id)
+                return False
+            holder.run = renewed
+            return True
+
+
+def lease_expired(run: Run, now: float | None = None) -> bool:
+    """Whether the run's lease has run out (or it has none)."""
+    return run.lease_expires_at is None or run.lease_expires_at < (now or time.time())

@@ -1,0 +1,135 @@
+"""How a run ended, as the status and error it is stored with.
+
+===================================  ===========  ==========================================
+The run ended with                   status       ``error.kind``
+===================================  ===========  ==========================================
+a return value                       completed    (no error)
+a ``DecisionError``                  suspended    the decision's kind (``no_action``, ...)
+a spent budget                       suspended    ``budget_exceeded``
+a breaker open in "suspend" mode     suspended    ``provider_unavailable``
+its ``timeout_s``                    cancelled    ``timeout``
+``engine.cancel`` or its batch's     cancelled    ``cancelled``
+a shutdown (SIGINT, SIGTERM)         cancelled    ``shutdown``
+any other exception                  failed       the exception's class name
+===================================  ===========  ==========================================
+
+Every one of them resumes from the journal.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from engine._base._errors import (
+    BudgetExceededError,
+    CircuitOpenError,
+    DecisionError,
+    RunStopped,
+)
+from engine._base._json import to_json
+from engine._base._secrets import mask_secrets
+from engine.store import RunErrorInfo, RunStatus
+
+__all__ = ["Outcome", "failure", "verdict"]
+
+_STOPPED: dict[str, str] = {
+    "cancelled": "the run was cancelled before it finished; resume it to go on from its journal",
+    "shutdown": (
+        "the process was shut down (SIGINT or SIGTERM) before the run finished; resume it to "
+        "go on from its journal"
+    ),
+}
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How one execution of a flow ended: a value, an exception, or a stop by the engine.
+
+    Attributes:
+        value: The flow's return value.
+        error: The exception the flow raised.
+        stopped: Why the engine cut the run short (``timeout``, ``budget_exceeded``,
+            ``cancelled``, ``shutdown``).
+        limit: The limit that cut it short (``timeout_s``, or the wall-time budget).
+        spent_s: Seconds the run has run, all executions together.
+        where: The key of the node ``error`` came out of (see
+            :func:`engine._base._trace.failed_at`).
+    """
+
+    value: Any = None
+    error: Exception | None = None
+    stopped: str | None = None
+    limit: float | None = None
+    spent_s: float = 0.0
+    where: str | None = None
+
+
+Verdict = tuple[RunStatus, Any, RunErrorInfo | None]
+
+
+def verdict(outcome: Outcome, flow: str) -> Verdict:
+    """Return the status, the JSON result and the error a run is stored with."""
+    if outcome.stopped is not None:
+        return _stopped(outcome)
+    error = outcome.error
+    if error is None:
+        try:
+            return "completed", to_json(outcome.value, what=f"the result of flow {flow}"), None
+        except Exception as exc:
+            return "failed", None, failure(exc, outcome.where)
+    if isinstance(error, DecisionError):
+        return "suspended", None, _suspension(error)
+    if isinstance(error, BudgetExceededError):
+        return "suspended", None, RunErrorInfo(kind="budget_exceeded", message=str(error))
+    if isinstance(error, RunStopped):
+        info = RunErrorInfo(kind=error.reason, message=str(error), where=error.where)
+        return "cancelled", None, info
+    if isinstance(error, CircuitOpenError):
+        # The breaker parked it (its "suspend" mode): resume it once the provider is back.
+        return "suspended", None, RunErrorInfo(kind="provider_unavailable", message=str(error))
+    # Any other exception fails the run (DESIGN: only a DecisionError suspends), transport
+    # errors whose retries ran out included; a run policy can resume those by kind.
+    return "failed", None, failure(error, outcome.where)
+
+
+def _stopped(outcome: Outcome) -> Verdict:
+    reason = outcome.stopped or "cancelled"
+    if reason == "budget_exceeded":
+        error = BudgetExceededError("wall_s", limit=outcome.limit or 0.0, spent=outcome.spent_s)
+        return "suspended", None, RunErrorInfo(kind=reason, message=str(error))
+    if reason == "timeout":
+        message = (
+            f"the run did not finish within timeout_s={outcome.limit:g}; resume it to go on "
+            "from its journal"
+        )
+    else:
+        message = _STOPPED.get(reason, _STOPPED["cancelled"])
+    return "cancelled", None, RunErrorInfo(kind=reason, message=message)
+
+
+def _suspension(exc: DecisionError) -> RunErrorInfo:
+    return RunErrorInfo(
+        kind=exc.kind,
+        message=mask_secrets(str(exc)),
+        where=getattr(exc, "where", None),
+        options=exc.options,
+        replies=exc.replies,
+    )
+
+
+def failure(exc: BaseException, where: str | None = None) -> RunErrorInfo:
+    """Return the error of a failed run: the exception's class, message and traceback.
+
+    ``where`` is the key of the node the exception came out of, or failing that a key the
+    exception names itself.
+    """
+    # Exception messages may quote what a provider sent back (an echoed key, a URL): what
+    # is stored never holds a secret.
+    return RunErrorInfo(
+        kind=type(exc).__name__,
+        message=mask_secrets(str(exc)),
+        where=where or getattr(exc, "key", None),
+        traceback=mask_secrets("".join(traceback.format_exception(exc))),
+    )

@@ -1,0 +1,84 @@
+"""The one seam through which every model call, decision and step is carried out.
+
+The runtime never calls a model, settles a decision or runs a picked step directly: it asks
+the ambient :class:`Hooks`. The default hooks simply do the work. A durable run installs
+hooks that journal each reply, pick and step result under the node's deterministic key,
+and replay them on resume instead of doing the work again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from engine._base._trace import Node
+    from engine._decision._menu import Menu
+    from engine._decision._validate import Pick
+    from engine.models import Model, Request, Response
+
+__all__ = ["Hooks", "RetryEvent", "current_hooks"]
+
+RetryLayer = Literal["transport", "parse", "decision", "step", "run"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryEvent:
+    """One retry at some layer, as passed to ``on_retry`` callbacks."""
+
+    layer: RetryLayer
+    attempt: int
+    kind: str
+    message: str
+    key: str
+
+
+class Hooks:
+    """Carry out model calls, decisions and steps; subclasses journal and replay them.
+
+    The runtime skips a method that a subclass leaves as it is here (it only passes the
+    work through), so the plain hooks cost nothing on the hot path.
+    """
+
+    #: Whether :meth:`model_call`, :meth:`decision` and :meth:`step` only pass through
+    #: (set per class from which of them it overrides).
+    passes_model_call = True
+    passes_decision = True
+    passes_step = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.passes_model_call = cls.model_call is Hooks.model_call
+        cls.passes_decision = cls.decision is Hooks.decision
+        cls.passes_step = cls.step is Hooks.step
+
+    async def model_call(
+        self,
+        node: Node,
+        model: Model,
+        request: Request,
+        call: Callable[[Model, Request], Awaitable[Response]],
+    ) -> Response:
+        """Answer one model request (``call`` does the live call, transport retries included)."""
+        return await call(model, request)
+
+    async def decision(
+        self,
+        node: Node,
+        menu: Menu,
+        request: Request,
+        decide: Callable[[Request], Awaitable[Pick]],
+    ) -> Pick:
+        """Settle one decision (``decide`` asks the model, re-picks included)."""
+        return await decide(request)
+
+    async def step(
+        self, node: Node, fn: object, run: Callable[[], Awaitable[Any]], returns: object
+    ) -> Any:
+        """Run one picked function option (``returns`` is its return annotation)."""
+        return await run()
+
+
+current_hooks: ContextVar[Hooks] = ContextVar("engine_hooks", default=Hooks())  # noqa: B039

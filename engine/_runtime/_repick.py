@@ -1,0 +1,137 @@
+"""The conversational re-pick: ask for a pick until one validates (DECISION-SPEC §8).
+
+A failed pick is asked again in the same conversation: the original request, the failed
+reply as the assistant's turn, then a user turn with the problem, the menu and the
+instruction to answer with JSON only. Every attempt is a model call through the runtime
+(hooks, transport retries) and a trace node; each re-pick fires ``on_retry``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from engine._base._errors import REPLY_HEAD, DecisionError
+from engine._base._trace import Node
+from engine._decision._extract import find_pick
+from engine._decision._menu import Menu
+from engine._decision._prompts import repick_text
+from engine._decision._validate import Failure, Pick, validate
+from engine._retries._ledger import note_retry
+from engine._runtime._hooks import Hooks, RetryEvent
+from engine._runtime._requests import message
+from engine._runtime._tools import ToolLoop, Toolset
+from engine.models import Message, Model, Request, Response
+
+if TYPE_CHECKING:
+    from engine._runtime._runtime import OnRetry, Runtime
+
+__all__ = ["Asker"]
+
+
+class Asker:
+    """Ask for a pick, re-picking in the same conversation until one validates."""
+
+    __slots__ = ("hooks", "loop", "max_retries", "menu", "model", "node", "on_retry", "runtime")
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        hooks: Hooks,
+        node: Node,
+        menu: Menu,
+        model: Model,
+        max_retries: int,
+        on_retry: OnRetry | None,
+    ) -> None:
+        self.runtime = runtime
+        self.hooks = hooks
+        self.node = node
+        self.menu = menu
+        self.model = model
+        self.max_retries = max_retries
+        self.on_retry = on_retry
+        self.loop: ToolLoop | None = None
+
+    def use_tools(
+        self, tools: Toolset, max_iterations: int, context: Mapping[str, Any] | None
+    ) -> None:
+        """Work each attempt as a tool loop: the model may call ``tools`` before it picks."""
+        self.loop = ToolLoop(
+            self.runtime,
+            tools,
+            model=self.model,
+            hooks=self.hooks,
+            max_iterations=max_iterations,
+            context=context,
+            on_retry=self.on_retry,
+        )
+
+    async def __call__(self, request: Request) -> Pick:
+        node = self.node
+        replies: list[str] = []
+        heads: list[str] = []
+        failures: list[str] = []
+        data = node.data
+        data["failures"] = failures
+        data["replies"] = heads
+        messages: list[Message] | None = None
+        attempt = 0
+        while True:
+            if attempt:  # a re-pick is the parse layer's retry (layer 1)
+                mnode = node.child("repick", "repick", attempt=attempt, layer="parse")
+            else:
+                mnode = node.open_child("model_call", "model_call", {"attempt": 0})
+            if self.loop is None:
+                response = await self.runtime.call_model(
+                    mnode, self.model, request, self.hooks, self.on_retry
+                )
+            else:
+                # The turn's tool calls become part of the conversation a re-pick continues.
+                response, messages = await self.loop.run(mnode, request, self._loop_node)
+            text = response.text
+            replies.append(text)
+            heads.append(text[:REPLY_HEAD])
+            try:
+                pick = self._validate(response)
+            except Failure as failure:
+                failures.append(failure.kind)
+                mnode.data["failure"] = failure.kind
+                if attempt == self.max_retries:
+                    data["attempts"] = attempt + 1
+                    raise DecisionError(
+                        failure.kind,
+                        failure.message,
+                        replies=replies,
+                        attempts=attempt + 1,
+                        options=self.menu.names,
+                    ) from None
+                attempt += 1
+                await self._retry_event(attempt, failure.kind, failure.message)
+                if messages is None:
+                    messages = list(request.messages)
+                messages.append(message("assistant", text))
+                messages.append(
+                    message("user", repick_text(failure.kind, failure.message, self.menu.text))
+                )
+                request = request.model_copy(update={"messages": list(messages)})
+                continue
+            data["attempts"] = attempt + 1
+            return pick
+
+    def _loop_node(self) -> Node:
+        return self.node.child("model_call", "model_call")
+
+    def _validate(self, response: Response) -> Pick:
+        if response.truncated:
+            # The pick comes last, so a cut-off reply lost it: any pick still readable is one
+            # the model only mentioned earlier, and must not run.
+            raise Failure(
+                "truncated",
+                f"the reply was cut off (finish_reason={response.finish_reason!r}) before "
+                "the pick was complete",
+            )
+        return validate(find_pick(response.text, self.menu.by_name), self.menu)
+
+    async def _retry_event(self, attempt: int, kind: str, message: str) -> None:
+        await note_retry(RetryEvent("parse", attempt, kind, message, self.node.key), self.on_retry)

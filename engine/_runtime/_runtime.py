@@ -1,0 +1,386 @@
+"""The runtime: model turns, decisions with re-picks, and the resolution of a pick.
+
+:meth:`Runtime.exec` and :func:`engine.decision.make` share everything below the request:
+the menu is built before any call, every model call goes through the ambient hooks (and the
+transport retries inside them), a failed pick is asked again in the same conversation, and
+the pick resolves into the result of the next step. With ``tools``, a turn is the native
+tool loop of :mod:`engine._runtime._tools`; the re-pick itself is :mod:`engine._runtime._repick`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from engine._base._context import current_node
+from engine._base._errors import (
+    REPLY_HEAD,
+    CircuitOpenError,
+    DeadlineExceeded,
+    RetryableModelError,
+)
+from engine._base._trace import Node, NodeKind, Trace
+from engine._decision._menu import Menu, build_menu
+from engine._decision._prompts import DECISION_FINISH_INSTRUCTION
+from engine._decision._validate import Pick
+from engine._retries._layers import DecisionRetry
+from engine._retries._transport import Transport
+from engine._runtime._hooks import Hooks, RetryEvent, current_hooks
+from engine._runtime._repick import Asker
+from engine._runtime._requests import Content, blocks_of, build_request, choice_specs, pick_schema
+from engine._runtime._resolve import call_option, resolve
+from engine._runtime._tools import ToolLoop, Toolset, build_toolset, check_iterations
+from engine.models import Model, Request, Response, TextBlock
+from engine.models._registry import model_from_string
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from tenacity import AsyncRetrying
+
+    from engine._retries._policies import DecisionPolicy
+
+__all__ = [
+    "OnRetry",
+    "Runtime",
+    "build_request",
+    "call_option",
+    "check_timeout",
+    "choice_specs",
+    "resolve",
+]
+
+OnRetry = Callable[[RetryEvent], object]
+Enforce = Literal["auto", "off", "on"]
+
+
+class Runtime:
+    """Run model turns and decisions against one model.
+
+    Args:
+        model: The model every call uses unless a call names another: a
+            :class:`~engine.models.Model`, or a string such as ``"openai:gpt-4o-mini"``
+            (see :func:`~engine.models.model_from_string`).
+        system: An optional system prompt put before every request.
+        trace: Where nodes go when no run or agentic function is active (a new
+            :class:`~engine.Trace` by default, kept as :attr:`trace`).
+        transport: The transport retry policy (layer 0), a tenacity ``AsyncRetrying``;
+            :func:`engine.transport_policy` by default.
+        enforce: Whether decisions ask the provider to constrain the reply to the menu:
+            ``"auto"`` where the model says it can (its ``enforcement`` attribute),
+            ``"off"`` never (text parsing only), ``"on"`` always (a model that cannot is a
+            ``ValueError`` at the decision). Picks are parsed and validated the same way in
+            every mode.
+        decision: The decision policy (layer 2): after a ``DecisionError``, ask the whole
+            decision again from scratch, optionally down a chain of fallback models (see
+            :func:`engine.decision_policy`); ``None``: a failed decision raises at once.
+    """
+
+    def __init__(
+        self,
+        model: Model | str,
+        *,
+        system: str | None = None,
+        trace: Trace | None = None,
+        transport: AsyncRetrying | None = None,
+        enforce: Enforce = "auto",
+        decision: DecisionPolicy | None = None,
+    ) -> None:
+        if enforce not in ("auto", "off", "on"):
+            raise ValueError(f"enforce must be 'auto', 'off' or 'on', got {enforce!r}")
+        self.model = model_from_string(model)
+        self.system = system
+        self.trace = trace if trace is not None else Trace()
+        self.transport = transport
+        self.enforce = enforce
+        self.decision = decision
+
+    def __repr__(self) -> str:
+        return f"Runtime(model={getattr(self.model, 'name', self.model)!r})"
+
+    async def aclose(self) -> None:
+        """Close the model's connections (a provider model opens an HTTP client)."""
+        close = getattr(self.model, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def exec(
+        self,
+        content: Content,
+        *,
+        choices: object = None,
+        tools: Sequence[object] | None = None,
+        response_format: dict[str, Any] | None = None,
+        model: Model | str | None = None,
+        timeout_s: float | None = None,
+        max_iterations: int = 20,
+        max_retries: int = 1,
+        context: Mapping[str, Any] | None = None,
+        on_retry: OnRetry | None = None,
+    ) -> Any:
+        """Run one model turn; with ``choices``, close it with a pick and resolve it.
+
+        With ``tools`` (functions, sync or async), the model may call them: each call is
+        validated and run (several of one reply concurrently), and results and errors go
+        back to it until it answers without a tool call; ``max_iterations`` caps the model
+        calls of the turn. A function that is also one of ``choices`` is offered only as
+        the option, never as a tool of the same turn.
+
+        Returns:
+            The reply text without ``choices``; the resolved decision with them.
+
+        Raises:
+            TypeError: ``choices`` is not a dict or list, an option is malformed, or a tool
+                is not a function.
+            ValueError: ``choices`` is empty, names an option twice, ``max_retries`` < 0, or
+                ``timeout_s`` is not a number > 0.
+            DecisionError: No valid pick after every re-pick.
+            MaxIterationsError: The model still called tools after ``max_iterations`` calls.
+            DeadlineExceeded: ``timeout_s`` ran out.
+        """
+        _check_retries(max_retries)
+        check_iterations(max_iterations)
+        if timeout_s is not None:
+            check_timeout(timeout_s)
+        if model is not None:
+            model = model_from_string(model)
+        blocks = blocks_of(content)
+        menu = build_menu(choices) if choices is not None else None
+        toolset = build_toolset(tools, menu) if tools else None
+        specs = toolset.specs if toolset is not None else None
+        if menu is None:
+            request = build_request(
+                self.system, blocks, response_format=response_format, tools=specs
+            )
+            return await self._text_turn(
+                request, model, timeout_s, on_retry, toolset, max_iterations, context
+            )
+        blocks.append(TextBlock(text=f"{DECISION_FINISH_INSTRUCTION}\n\n{menu.text}"))
+        request = build_request(
+            self.system, blocks, response_format=response_format, menu=menu, tools=specs
+        )
+        return await self.decide(
+            request,
+            menu,
+            model=model,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            context=context,
+            on_retry=on_retry,
+            tools=toolset,
+            max_iterations=max_iterations,
+        )
+
+    async def decide(
+        self,
+        request: Request,
+        menu: Menu,
+        *,
+        model: Model | str | None = None,
+        timeout_s: float | None = None,
+        max_retries: int = 1,
+        context: Mapping[str, Any] | None = None,
+        on_retry: OnRetry | None = None,
+        tools: Toolset | None = None,
+        max_iterations: int = 20,
+    ) -> Any:
+        """Ask ``request`` as a decision over ``menu`` and resolve the pick.
+
+        ``model`` (a model or a model string) overrides the runtime's model for this call.
+        """
+        if max_retries != 1 or type(max_retries) is not int:  # True and 1.0 are not counts
+            _check_retries(max_retries)
+        if timeout_s is not None:
+            check_timeout(timeout_s)
+        hooks = current_hooks.get()
+        model = self.model if model is None else model_from_string(model)
+        # Most models cannot constrain a reply: then the pick is parsed from text.
+        can = self.enforce == "on" or getattr(model, "enforcement", None) is not None
+        mode = self._enforcement(model, request) if can else None
+        if mode is not None:
+            request = request.model_copy(update={"enforce": pick_schema(menu)})
+        data = {"options": menu.names, "enforcement": mode or "text"}
+        parent = current_node.get()
+        if parent is not None:
+            node = parent.open_child("decision", "decision", data)
+        else:
+            node = self.trace.open("decision", "decision", parent=None, **data)
+        # This is the hot path of every decision: tokens instead of context managers, and
+        # hooks that only pass through are skipped.
+        token = current_node.set(node)
+        try:
+            ask: Callable[[Request], Awaitable[Pick]]
+            if self.decision is None:
+                ask = Asker(self, hooks, node, menu, model, max_retries, on_retry)
+                if tools is not None:
+                    ask.use_tools(tools, max_iterations, context)
+            else:
+
+                def asker(at: Node, on: Model, retries: int) -> Asker:
+                    ask = Asker(self, hooks, at, menu, on, retries, on_retry)
+                    if tools is not None:
+                        ask.use_tools(tools, max_iterations, context)
+                    return ask
+
+                ask = DecisionRetry(self.decision, node, model, asker, max_retries, on_retry)
+            try:
+                if timeout_s is None:
+                    if hooks.passes_decision:
+                        pick = await ask(request)
+                    else:
+                        pick = await hooks.decision(node, menu, request, ask)
+                else:
+                    with _deadline(timeout_s, "decision"):
+                        pick = await hooks.decision(node, menu, request, ask)
+            except BaseException as exc:
+                node.fail(exc)
+                raise
+            node.close("ok", pick=pick.option.name, args=pick.args)
+            return await resolve(pick, self, context, hooks, node, on_retry)
+        finally:
+            current_node.reset(token)
+
+    def _enforcement(self, model: Model, request: Request) -> str | None:
+        """Return how this decision's reply is constrained (``None``: parsed from text)."""
+        if self.enforce == "off" or request.response_format is not None:
+            return None
+        mode: str | None = getattr(model, "enforcement", None)
+        if mode is None:
+            if self.enforce == "on":
+                raise ValueError(
+                    f"enforce='on', but model {getattr(model, 'name', model)!r} cannot constrain "
+                    "its reply to a menu; use enforce='auto', or a model that can (an "
+                    "OpenAIModel with enforce=True for servers that honour json_schema)"
+                )
+            return None
+        if mode == "tool" and request.tools:
+            # A forced pick tool would keep the model from calling the turn's tools.
+            return None
+        return mode
+
+    def open_node(self, kind: NodeKind, name: str, **data: Any) -> Node:
+        """Open a trace node under the current node, or as a root of :attr:`trace`."""
+        parent = current_node.get()
+        if parent is not None:
+            return parent.child(kind, name, **data)
+        return self.trace.open(kind, name, parent=None, **data)
+
+    async def _text_turn(
+        self,
+        request: Request,
+        model: Model | None,
+        timeout_s: float | None,
+        on_retry: OnRetry | None = None,
+        tools: Toolset | None = None,
+        max_iterations: int = 20,
+        context: Mapping[str, Any] | None = None,
+    ) -> str:
+        hooks = current_hooks.get()
+        model = model or self.model
+        node = self.open_node("model_call", "turn")
+        with _deadline(timeout_s, "exec"):
+            if tools is None:
+                response = await self.call_model(node, model, request, hooks, on_retry)
+            else:
+                loop = ToolLoop(
+                    self,
+                    tools,
+                    model=model,
+                    hooks=hooks,
+                    max_iterations=max_iterations,
+                    context=context,
+                    on_retry=on_retry,
+                )
+                response, _ = await loop.run(
+                    node, request, lambda: self.open_node("model_call", "turn")
+                )
+        return response.text
+
+    async def call_model(
+        self,
+        node: Node,
+        model: Model,
+        request: Request,
+        hooks: Hooks,
+        on_retry: OnRetry | None = None,
+    ) -> Response:
+        """Make one model call through the hooks, recording usage and latency on ``node``.
+
+        The live call retries transport failures under :attr:`transport`; each retry is a
+        ``retry`` node under ``node`` and an ``on_retry`` event.
+        """
+        try:
+            if hooks.passes_model_call:
+                try:
+                    response = await model.complete(request)
+                except RetryableModelError as exc:
+                    # Transport failures (not an open breaker) go to the transport policy: what
+                    # Transport.__call__ does, without its object and frame on the hot path.
+                    if isinstance(exc, CircuitOpenError):
+                        raise
+                    retry = Transport(self.transport, node, on_retry)
+                    response = await retry.after(exc, model, request)
+            else:
+                call = Transport(self.transport, node, on_retry)
+                response = await hooks.model_call(node, model, request, call)
+        except BaseException as exc:
+            node.fail(exc)
+            raise
+        usage = response.usage
+        if not node.data.get("replayed"):  # a replayed reply cost nothing this time
+            node.add_usage(usage.input_tokens, usage.output_tokens)
+        node.close(
+            "ok",
+            model=response.model,
+            finish_reason=response.finish_reason,
+            reply=response.text[:REPLY_HEAD],
+        )
+        return response
+
+
+def check_timeout(timeout_s: float) -> None:
+    """Refuse a ``timeout_s`` that is not a number of seconds > 0 (``None`` is no deadline)."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not timeout_s > 0:
+        raise ValueError(
+            f"timeout_s must be a number of seconds > 0, or None for no deadline, got {timeout_s!r}"
+        )
+
+
+def _check_retries(max_retries: int) -> None:
+    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+        raise ValueError(
+            f"max_retries must be an integer >= 0 (0 disables re-picks), got {max_retries!r}"
+        )
+
+
+class _deadline:
+    """One ``timeout_s`` budget over a block; the expiry becomes :class:`DeadlineExceeded`."""
+
+    __slots__ = ("_scope", "timeout_s", "where")
+
+    def __init__(self, timeout_s: float | None, where: str) -> None:
+        self.timeout_s = timeout_s
+        self.where = where
+        self._scope: anyio.CancelScope | None = None
+
+    def __enter__(self) -> None:
+        if self.timeout_s is not None:
+            self._scope = anyio.move_on_after(self.timeout_s)
+            self._scope.__enter__()
+
+    def __exit__(self, *exc: object) -> bool:
+        if self._scope is None:
+            return False
+        swallowed = bool(self._scope.__exit__(*exc))  # type: ignore[arg-type]
+        if self._scope.cancelled_caught:
+            assert self.timeout_s is not None
+            raise DeadlineExceeded(self.timeout_s, where=self.where) from None
+        return swallowed
