@@ -6,8 +6,7 @@ resolves the pick into the result of the next step. Runs are journaled and resum
 """
 
 from engine import decision
-from engine._base._context import idempotency_key
-from engine._base._errors import (
+from engine._base import (
     AuthenticationError,
     BadRequestError,
     BudgetExceededError,
@@ -19,6 +18,7 @@ from engine._base._errors import (
     MaxIterationsError,
     ModelError,
     ModelTimeoutError,
+    Node,
     NonDeterminismError,
     OptionsTypeError,
     OptionsValueError,
@@ -28,28 +28,23 @@ from engine._base._errors import (
     RunConflictError,
     RunStopped,
     ScriptExhaustedError,
+    Trace,
+    configure_logging,
+    idempotency_key,
 )
-from engine._base._logging import configure_logging
-from engine._base._trace import Node, Trace
-from engine._limits._breaker import CircuitBreaker
-from engine._limits._guard import ProviderGuard
-from engine._limits._limiter import ModelLimits
-from engine._observe._graph import RoutingGraph
-from engine._observe._trace_view import render_trace
-from engine._retries._ledger import RunBudget
-from engine._retries._policies import (
+from engine._limits import CircuitBreaker, ModelLimits, ProviderGuard
+from engine._observe import RoutingGraph, render_trace
+from engine._retries import (
     DecisionPolicy,
+    RetryEvent,
+    RunBudget,
     decision_policy,
     run_policy,
     step_policy,
     transport_policy,
 )
-from engine._run._batch import Batch, BatchProgress
-from engine._run._engine import Engine
-from engine._runtime._agentic import agentic_function
-from engine._runtime._branches import gather, map
-from engine._runtime._hooks import Hooks, RetryEvent
-from engine._runtime._runtime import Runtime
+from engine._run import Batch, BatchProgress, Engine
+from engine._runtime import Hooks, Runtime, agentic_function, gather, map
 
 __all__ = [
     "AuthenticationError",

@@ -11,26 +11,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine._base import DecisionError
+
 # Implementation names are imported under private aliases, so this public module exports
 # exactly what ``__all__`` lists.
-from engine._base._context import current_runtime as _current_runtime
-from engine._base._errors import DecisionError
-from engine._decision._extract import extract_action
-from engine._decision._extract import find_pick as _find_pick
-from engine._decision._menu import Menu as _Menu
-from engine._decision._menu import build_menu as _build_menu
-from engine._decision._menu import render_options
-from engine._decision._prompts import DECISION_FINISH_INSTRUCTION
-from engine._decision._validate import Failure as _Failure
-from engine._decision._validate import Pick as _Pick
-from engine._decision._validate import bind as _bind
-from engine._decision._validate import validate as _validate
-from engine._runtime._runtime import OnRetry as _OnRetry
-from engine._runtime._runtime import Runtime as _Runtime
-from engine._runtime._runtime import build_request as _build_request
-from engine._runtime._runtime import call_option as _call_option
-from engine._runtime._runtime import resolve as _resolve
-from engine.models._types import TextBlock as _TextBlock
+from engine._base import current_runtime as _current_runtime
+from engine._decision import DECISION_FINISH_INSTRUCTION, extract_action, render_options
+from engine._decision import Failure as _Failure
+from engine._decision import Menu as _Menu
+from engine._decision import Pick as _Pick
+from engine._decision import bind as _bind
+from engine._decision import build_menu as _build_menu
+from engine._decision import find_pick as _find_pick
+from engine._decision import validate as _validate
+from engine._retries import OnRetry as _OnRetry
+from engine._runtime import Runtime as _Runtime
+from engine._runtime import build_request as _build_request
+from engine._runtime import call_option as _call_option
+from engine._runtime import resolve as _resolve
+from engine.models import TextBlock as _TextBlock
 
 __all__ = [
     "DECISION_FINISH_INSTRUCTION",

@@ -5,6 +5,7 @@ in the same database lets any worker resume a run another one started. See
 ``docs/postgres.md``. Needs the ``postgres`` extra (``pip install -e ".[postgres]"``).
 """
 
-from engine._workers._distributed import DEFAULT_QUEUE, TASK, request_resume, submit, worker
+from engine._run import DEFAULT_QUEUE, TASK, request_resume, submit
+from engine._workers import worker
 
 __all__ = ["DEFAULT_QUEUE", "TASK", "request_resume", "submit", "worker"]

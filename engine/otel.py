@@ -12,7 +12,7 @@ install it.
 """
 
 try:
-    from engine._observe._otel import export_run, export_trace
+    from opentelemetry import trace as _trace  # noqa: F401  (the export needs the extra)
 except ModuleNotFoundError as exc:
     if not (exc.name or "").startswith("opentelemetry"):
         raise
@@ -20,5 +20,7 @@ except ModuleNotFoundError as exc:
         f'engine.otel needs OpenTelemetry ({exc.name} is missing): pip install -e ".[otel]"',
         name=exc.name,
     ) from exc
+
+from engine._observe import export_run, export_trace
 
 __all__ = ["export_run", "export_trace"]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine._base._errors import OptionsTypeError, OptionsValueError
+from engine._base import OptionsTypeError, OptionsValueError
 from engine._decision._params import FunctionSpec, Param, describe, function_spec
 from engine._decision._render import render_block
 from engine._decision._spec import from_schema

@@ -16,8 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine._base._context import RUNTIME_PARAMS
-from engine._base._errors import OptionsTypeError
+from engine._base import RUNTIME_PARAMS, OptionsTypeError
 from engine._decision._spec import Spec, from_annotation, from_spec, with_enum
 
 __all__ = [

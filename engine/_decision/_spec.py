@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic.errors import PydanticUserError
 from pydantic_core import to_jsonable_python
 
-from engine._base._errors import OptionsTypeError
+from engine._base import OptionsTypeError
 from engine._decision._check import FieldError, adapter, check
 
 __all__ = ["META_KEYS", "FieldError", "Spec", "check", "from_annotation", "from_schema"]

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from engine._base._context import RUNTIME_PARAMS
-from engine._base._errors import OptionsTypeError
+from engine._base import RUNTIME_PARAMS, OptionsTypeError
 from engine._decision._extract import RawPick
 from engine._decision._menu import Menu
 from engine._decision._options import Option

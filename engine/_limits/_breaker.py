@@ -18,9 +18,8 @@ from typing import Literal
 
 import anyio
 
-from engine._base._errors import CircuitOpenError
-from engine._base._log import log
-from engine._limits._limiter import Clock, Sleep, nap
+from engine._base import CircuitOpenError, Clock, Sleep, log
+from engine._limits._limiter import nap
 
 __all__ = ["Circuit", "CircuitBreaker"]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio
 
-from engine._base._errors import ModelError, RateLimitError, RetryableModelError
+from engine._base import Clock, ModelError, RateLimitError, RetryableModelError, Sleep
 from engine._limits._breaker import Circuit, CircuitBreaker
-from engine._limits._limiter import Clock, ModelLimiter, ModelLimits, Sleep
+from engine._limits._limiter import ModelLimiter, ModelLimits
 from engine.models import Model, Request, Response
 
 __all__ = ["GuardedModel", "ProviderGuard", "provider_of"]

@@ -19,17 +19,15 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
 
+from engine._base import Clock, Sleep
 from engine.models import Request, Usage
 
-__all__ = ["Clock", "ModelLimiter", "ModelLimits", "Sleep", "Ticket", "nap"]
+__all__ = ["ModelLimiter", "ModelLimits", "Ticket", "nap"]
 
-Clock = Callable[[], float]
-Sleep = Callable[[float], Awaitable[None]]
 
 #: What the window is: a minute, in seconds.
 WINDOW_S = 60.0

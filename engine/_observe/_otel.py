@@ -21,12 +21,12 @@ provider the application configured (``opentelemetry-sdk`` with any exporter). N
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from opentelemetry import trace as otel
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from typing import TYPE_CHECKING, Any
 
 from engine.store import Run, Store
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer
 
 __all__ = ["export_run", "export_trace"]
 
@@ -50,6 +50,8 @@ def export_trace(
         run: The stored run, for its id, status and usage on the last execution's root span.
         tracer: The tracer to use (``opentelemetry.trace.get_tracer("engine")`` by default).
     """
+    from opentelemetry import trace as otel  # the otel extra: engine.otel checks it is there
+
     tracer = tracer or otel.get_tracer("engine")
     earlier: Sequence[Mapping[str, Any]] = trace.get("earlier", ())
     last = _start(tracer, trace.get("nodes", []), len(earlier), run=run, under=None)
@@ -76,6 +78,9 @@ def _start(
     Its run node's span goes under ``under`` (``None``: a root), and says which execution
     it was; ``run`` describes the run on it.
     """
+    from opentelemetry import trace as otel
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
     spans: dict[Any, Span] = {}
     started: list[tuple[Node, Span]] = []
     for node in sorted(nodes, key=lambda n: (n.get("started_at") or 0.0, n.get("id", 0))):
@@ -176,6 +181,8 @@ def _decision_attributes(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _describe_run(span: Span, run: Run) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
     span.set_attributes(
         {
             "engine.run.id": run.run_id,

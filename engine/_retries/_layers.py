@@ -14,17 +14,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from engine._base._context import using_node
-from engine._base._errors import DecisionError
-from engine._base._log import log
-from engine._retries._ledger import OnRetry, note_retry
-from engine._runtime._hooks import RetryEvent
+from engine._base import DecisionError, log, using_node
+from engine._retries._events import OnRetry, RetryEvent
+from engine._retries._ledger import note_retry
 
 if TYPE_CHECKING:
     from tenacity import AsyncRetrying
 
-    from engine._base._trace import Node
-    from engine._decision._validate import Pick
+    from engine._base import Node
+    from engine._decision import Pick
     from engine._retries._policies import DecisionPolicy
     from engine.models import Model, Request
     from engine.store import Run

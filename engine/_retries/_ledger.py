@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from engine._base._errors import BudgetExceededError
-from engine._base._secrets import mask_secrets
-from engine._runtime._hooks import RetryEvent
+from engine._base import BudgetExceededError, mask_secrets
+from engine._retries._events import OnRetry, RetryEvent
 
 __all__ = ["OnRetry", "RetryLedger", "RunBudget", "current_ledger", "note_retry"]
-
-OnRetry = Callable[[RetryEvent], object]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -34,7 +34,7 @@ from tenacity import (
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
-from engine._base._errors import (
+from engine._base import (
     BudgetExceededError,
     CircuitOpenError,
     DecisionError,
@@ -44,6 +44,7 @@ from engine._base._errors import (
     RetryableModelError,
     RunConflictError,
     RunStopped,
+    Sleep,
 )
 from engine.models import Model, model_from_string
 
@@ -55,7 +56,6 @@ __all__ = [
     "transport_policy",
 ]
 
-Sleep = Callable[[float], Awaitable[None]]
 
 #: Errors no step policy retries: the engine's own verdicts, which another try cannot change.
 NEVER_RETRIED: tuple[type[BaseException], ...] = (

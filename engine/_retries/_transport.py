@@ -13,23 +13,20 @@ the call's ``on_retry`` with a transport :class:`~engine.RetryEvent`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tenacity import AsyncRetrying
 
-from engine._base._errors import CircuitOpenError, RetryableModelError
+from engine._base import CircuitOpenError, RetryableModelError
+from engine._retries._events import OnRetry, RetryEvent
 from engine._retries._ledger import note_retry
 from engine._retries._policies import transport_policy
-from engine._runtime._hooks import RetryEvent
 
 if TYPE_CHECKING:
-    from engine._base._trace import Node
+    from engine._base import Node
     from engine.models import Model, Request, Response
 
 __all__ = ["Transport", "complete", "transport_policy"]
-
-OnRetry = Callable[[RetryEvent], object]
 
 
 _DEFAULT = transport_policy()

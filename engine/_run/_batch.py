@@ -43,7 +43,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from engine._base._log import log
+from engine._base import Flow, log
 from engine._run._pacing import PACING, RUN_IDS, check_run_id
 from engine.store import Run
 
@@ -55,7 +55,6 @@ __all__ = ["DEFAULT_CONCURRENCY", "Batch", "BatchProgress"]
 #: Runs of a batch in flight at once when neither the batch nor the engine says.
 DEFAULT_CONCURRENCY = 100
 
-Flow = Callable[..., Any]
 Inputs = Iterable[Any] | AsyncIterable[Any]
 OnProgress = Callable[["BatchProgress"], object]
 

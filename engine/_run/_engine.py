@@ -20,33 +20,27 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
 
-from engine._base._errors import RunConflictError
-from engine._base._log import log
-from engine._limits._breaker import CircuitBreaker
-from engine._limits._guard import ProviderGuard
-from engine._limits._limiter import ModelLimits
-from engine._retries._layers import retry_run
-from engine._retries._ledger import OnRetry, RunBudget
+from engine._base import Flow, RunConflictError, log
+from engine._limits import CircuitBreaker, ModelLimits, ProviderGuard
+from engine._retries import OnRetry, RetryEvent, RunBudget, retry_run
 from engine._run._batch import DEFAULT_CONCURRENCY, Batch, OnProgress
 from engine._run._executor import Executor, lease_expired
 from engine._run._flows import FLOWS, encode_input, flow_name
 from engine._run._journal import ResumeOrder, ledger_of
 from engine._run._pacing import check_run_id
 from engine._run._stopping import cancel_run, shutdown
-from engine._runtime._branches import gather, map
-from engine._runtime._hooks import RetryEvent
-from engine._runtime._runtime import Runtime, check_timeout
+from engine._run._submit import submit as submit_runs
+from engine._runtime import Runtime, check_timeout, gather, map
 from engine.models import Model, model_from_string
 from engine.store import Run, RunStatus, Store
 
 if TYPE_CHECKING:
     from tenacity import AsyncRetrying
 
-    from engine._retries._policies import DecisionPolicy
+    from engine._retries import DecisionPolicy
 
 __all__ = ["Engine"]
 
-Flow = Callable[..., Any]
 Inputs = Iterable[Any] | AsyncIterable[Any]
 _NO_LIMIT: AbstractAsyncContextManager[object] = nullcontext()
 _ORPHANABLE: tuple[RunStatus, ...] = ("queued", "running")
@@ -263,9 +257,7 @@ class Engine:
         Needs a :class:`~engine.store.PostgresStore`; each run is created ``queued`` together
         with its procrastinate job. See :func:`engine.distributed.submit` for the arguments.
         """
-        from engine._workers._distributed import submit
-
-        return await submit(
+        return await submit_runs(
             self.store,
             flow,
             inputs,

@@ -23,23 +23,28 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from engine._base._context import current_node, current_run_id, current_runtime
-from engine._base._errors import DecisionError, RunConflictError
-from engine._base._log import log
-from engine._base._trace import Trace, failed_at
-from engine._retries._ledger import OnRetry, RunBudget, current_ledger
+from engine._base import (
+    DecisionError,
+    Flow,
+    RunConflictError,
+    Trace,
+    current_node,
+    current_run_id,
+    current_runtime,
+    failed_at,
+    log,
+)
+from engine._retries import OnRetry, RunBudget, current_ledger
 from engine._run._flows import decode_input
 from engine._run._journal import JournalHooks, ProbeDone, ResumeOrder
 from engine._run._leases import Halt, Holder, Leases, lease_expired
 from engine._run._outcome import Outcome, verdict
-from engine._runtime._hooks import current_hooks
-from engine._runtime._runtime import Runtime
+from engine._runtime import Runtime, current_hooks
 from engine.models import Model
 from engine.store import Run, RunErrorInfo, RunStatus, Store, TokenUsage
 
 __all__ = ["Executor", "lease_expired"]
 
-Flow = Callable[..., Any]
 Guard = Callable[[Model], Model]
 _RESUMABLE: frozenset[str] = frozenset({"suspended", "failed", "cancelled", "queued"})
 # How long a probe may replay before the resume goes on without it (a replay calls nothing).

@@ -6,15 +6,12 @@ import functools
 import importlib
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from engine._base._errors import JournalError
-from engine._base._json import from_json, to_json
+from engine._base import Flow, JournalError, from_json, to_json
 
 __all__ = ["FLOWS", "FlowRegistry", "decode_input", "encode_input", "flow_name"]
-
-Flow = Callable[..., Any]
 
 
 class _Signature(NamedTuple):

@@ -16,18 +16,24 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from engine._base._errors import DecisionError, NonDeterminismError, RunStopped
-from engine._base._json import check_replayable, digest, from_json, to_json
-from engine._decision._extract import RawPick
-from engine._decision._validate import Failure, Pick, validate
-from engine._retries._ledger import OnRetry, RetryLedger, RunBudget
-from engine._runtime._hooks import Hooks, RetryEvent
+from engine._base import (
+    DecisionError,
+    NonDeterminismError,
+    RunStopped,
+    check_replayable,
+    digest,
+    from_json,
+    to_json,
+)
+from engine._decision import Failure, Pick, RawPick, validate
+from engine._retries import OnRetry, RetryEvent, RetryLedger, RunBudget
+from engine._runtime import Hooks
 from engine.models import Model, Request, Response
 from engine.store import JournalRecord, Run, Store
 
 if TYPE_CHECKING:
-    from engine._base._trace import Node
-    from engine._decision._menu import Menu
+    from engine._base import Node
+    from engine._decision import Menu
 
 __all__ = [
     "Control",

@@ -12,7 +12,7 @@ import time
 
 import anyio
 
-from engine._base._log import log
+from engine._base import log
 from engine.store import Run, Store
 
 __all__ = ["Halt", "Holder", "Leases", "lease_expired"]

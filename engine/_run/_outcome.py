@@ -22,14 +22,14 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from engine._base._errors import (
+from engine._base import (
     BudgetExceededError,
     CircuitOpenError,
     DecisionError,
     RunStopped,
+    mask_secrets,
+    to_json,
 )
-from engine._base._json import to_json
-from engine._base._secrets import mask_secrets
 from engine.store import RunErrorInfo, RunStatus
 
 __all__ = ["Outcome", "failure", "verdict"]

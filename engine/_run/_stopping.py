@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from engine._base._errors import RunConflictError
-from engine._base._log import log
+from engine._base import RunConflictError, log
 from engine._run._leases import lease_expired
 from engine.store import Run, RunErrorInfo
 

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
 from tenacity import AsyncRetrying
 
-from engine._base._context import RUNTIME_PARAMS, current_node, current_runtime
-from engine._base._trace import Node, Trace
-from engine._decision._params import AGENTIC_ATTR
-from engine._retries._policies import step_policy
+from engine._base import RUNTIME_PARAMS, Node, Trace, current_node, current_runtime
+from engine._decision import AGENTIC_ATTR
+from engine._retries import step_policy
 
 if TYPE_CHECKING:
     from contextvars import Token

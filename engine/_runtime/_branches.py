@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from engine._base._context import current_node, using_node
+from engine._base import current_node, using_node
 
 __all__ = ["gather", "map"]
 

@@ -10,29 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine._base._trace import Node
-    from engine._decision._menu import Menu
-    from engine._decision._validate import Pick
+    from engine._base import Node
+    from engine._decision import Menu, Pick
     from engine.models import Model, Request, Response
 
-__all__ = ["Hooks", "RetryEvent", "current_hooks"]
-
-RetryLayer = Literal["transport", "parse", "decision", "step", "run"]
-
-
-@dataclass(frozen=True, slots=True)
-class RetryEvent:
-    """One retry at some layer, as passed to ``on_retry`` callbacks."""
-
-    layer: RetryLayer
-    attempt: int
-    kind: str
-    message: str
-    key: str
+__all__ = ["Hooks", "current_hooks"]
 
 
 class Hooks:

@@ -11,20 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine._base._errors import REPLY_HEAD, DecisionError
-from engine._base._trace import Node
-from engine._decision._extract import find_pick
-from engine._decision._menu import Menu
-from engine._decision._prompts import repick_text
-from engine._decision._validate import Failure, Pick, validate
-from engine._retries._ledger import note_retry
-from engine._runtime._hooks import Hooks, RetryEvent
+from engine._base import REPLY_HEAD, DecisionError, Node
+from engine._decision import Failure, Menu, Pick, find_pick, repick_text, validate
+from engine._retries import RetryEvent, note_retry
+from engine._runtime._hooks import Hooks
 from engine._runtime._requests import message
 from engine._runtime._tools import ToolLoop, Toolset
 from engine.models import Message, Model, Request, Response
 
 if TYPE_CHECKING:
-    from engine._runtime._runtime import OnRetry, Runtime
+    from engine._retries import OnRetry
+    from engine._runtime._runtime import Runtime
 
 __all__ = ["Asker"]
 

@@ -12,11 +12,17 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from engine._decision._enforce import PICK_KEY, pick_schemas
-from engine._decision._menu import Menu, choice_schema
-from engine._decision._options import Option
-from engine.models import ChoiceSpec, ImageBlock, Message, PickSchema, Request, TextBlock
-from engine.models._types import ContentBlock, ToolSpec, trusted_message, trusted_request
+from engine._decision import PICK_KEY, Menu, Option, choice_schema, pick_schemas
+from engine.models import (
+    ChoiceSpec,
+    ContentBlock,
+    ImageBlock,
+    Message,
+    PickSchema,
+    Request,
+    TextBlock,
+    ToolSpec,
+)
 
 __all__ = ["Content", "blocks_of", "build_request", "choice_specs", "message", "pick_schema"]
 
@@ -42,13 +48,13 @@ def build_request(
             f"response_format must be a dict (a JSON Schema format), got {response_format!r}"
         )
     messages = [message("system", system)] if system else []
-    messages.append(trusted_message("user", blocks))
+    messages.append(Message.trusted("user", blocks))
     choices = choice_specs(menu) if menu is not None else None
-    return trusted_request(messages, tools=tools, response_format=response_format, choices=choices)
+    return Request.trusted(messages, tools=tools, response_format=response_format, choices=choices)
 
 
 def message(role: Literal["system", "user", "assistant"], text: str) -> Message:
-    return trusted_message(role, [TextBlock(text=text)])
+    return Message.trusted(role, [TextBlock(text=text)])
 
 
 def choice_specs(menu: Menu) -> list[ChoiceSpec]:

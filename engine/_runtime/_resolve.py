@@ -10,12 +10,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from engine._base._context import current_node, current_runtime
-from engine._base._trace import Node
-from engine._decision._params import AGENTIC_ATTR, return_annotation
-from engine._decision._validate import Pick, bind
-from engine._retries._layers import retry_step
-from engine._retries._ledger import OnRetry
+from engine._base import Node, current_node, current_runtime
+from engine._decision import AGENTIC_ATTR, Pick, bind, return_annotation
+from engine._retries import OnRetry, retry_step
 from engine._runtime._hooks import Hooks, current_hooks
 
 __all__ = ["call_option", "resolve"]

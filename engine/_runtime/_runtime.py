@@ -14,33 +14,31 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from engine._base._context import current_node
-from engine._base._errors import (
+from engine._base import (
     REPLY_HEAD,
     CircuitOpenError,
     DeadlineExceeded,
+    Node,
+    NodeKind,
     RetryableModelError,
+    Trace,
+    current_node,
 )
-from engine._base._trace import Node, NodeKind, Trace
-from engine._decision._menu import Menu, build_menu
-from engine._decision._prompts import DECISION_FINISH_INSTRUCTION
-from engine._decision._validate import Pick
-from engine._retries._layers import DecisionRetry
-from engine._retries._transport import Transport
-from engine._runtime._hooks import Hooks, RetryEvent, current_hooks
+from engine._decision import DECISION_FINISH_INSTRUCTION, Menu, Pick, build_menu
+from engine._retries import DecisionRetry, OnRetry, Transport
+from engine._runtime._hooks import Hooks, current_hooks
 from engine._runtime._repick import Asker
 from engine._runtime._requests import Content, blocks_of, build_request, choice_specs, pick_schema
 from engine._runtime._resolve import call_option, resolve
 from engine._runtime._tools import ToolLoop, Toolset, build_toolset, check_iterations
-from engine.models import Model, Request, Response, TextBlock
-from engine.models._registry import model_from_string
+from engine.models import Model, Request, Response, TextBlock, model_from_string
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from tenacity import AsyncRetrying
 
-    from engine._retries._policies import DecisionPolicy
+    from engine._retries import DecisionPolicy
 
 __all__ = [
     "OnRetry",
@@ -52,7 +50,6 @@ __all__ = [
     "resolve",
 ]
 
-OnRetry = Callable[[RetryEvent], object]
 Enforce = Literal["auto", "off", "on"]
 
 

@@ -19,20 +19,25 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic_core import to_json
 
-from engine._base._context import current_node, current_runtime
-from engine._base._errors import MaxIterationsError
-from engine._decision._enforce import tool_parameters
-from engine._decision._extract import RawPick
-from engine._decision._menu import Menu, build_menu
-from engine._decision._picks import plain_args
-from engine._decision._validate import Failure, bind, validate
+from engine._base import MaxIterationsError, current_node, current_runtime
+from engine._decision import (
+    Failure,
+    Menu,
+    RawPick,
+    bind,
+    build_menu,
+    plain_args,
+    tool_parameters,
+    validate,
+)
 from engine._runtime._hooks import Hooks
 from engine._runtime._resolve import call_option
 from engine.models import Message, Request, Response, TextBlock, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
-    from engine._base._trace import Node
-    from engine._runtime._runtime import OnRetry, Runtime
+    from engine._base import Node
+    from engine._retries import OnRetry
+    from engine._runtime._runtime import Runtime
 
 __all__ = ["ToolLoop", "Toolset", "build_toolset", "check_iterations"]
 

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from engine._base._logging import configure_logging
+from engine._base import configure_logging
 from engine.cli._graph import graph
 from engine.cli._resume import resume
 from engine.cli._run import run

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from engine._base._secrets import mask_secrets
+from engine._base import mask_secrets
 
 __all__ = [
     "DEFAULT_STORE",

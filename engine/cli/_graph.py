@@ -18,7 +18,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from engine._observe._graph import RoutingGraph
+from engine._observe import RoutingGraph
 from engine.cli._common import DEFAULT_STORE, err, fail, note, out, run_async
 from engine.cli._inputs import flow_name
 from engine.cli._run import StoreOpt

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from engine._base._context import RUNTIME_PARAMS
+from engine._base import RUNTIME_PARAMS
 from engine.cli._common import fail
 
 __all__ = [

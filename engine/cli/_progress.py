@@ -18,7 +18,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from engine._base._secrets import mask_secrets
+from engine._base import mask_secrets
 from engine.cli._batch import Tally
 from engine.cli._common import err
 

@@ -12,9 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from engine._base._errors import DecisionError, RunConflictError
-from engine._base._secrets import mask_secrets
-from engine._run._engine import Engine
+from engine._base import DecisionError, RunConflictError, mask_secrets
+from engine._run import Engine
 from engine.cli._batch import Job, Tally, drive
 from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, run_async
 from engine.cli._inputs import short_name

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from engine._base._secrets import mask_secrets
-from engine._run._engine import Engine
+from engine._base import mask_secrets
+from engine._run import Engine
 from engine.cli._batch import Job, Tally, drive
 from engine.cli._common import DEFAULT_STORE, note, out, run_async, store_option
 from engine.cli._inputs import BadLine, Flow, Record, count_lines, load_flow, read_records

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from engine._observe._trace_view import TraceLine, trace_lines
+from engine._observe import TraceLine, trace_lines
 from engine.cli._common import DEFAULT_STORE, out, run_async
 from engine.cli._run import StoreOpt
 from engine.cli._stores import find_run, open_store

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 import engine.store as stores
-from engine._base._errors import EngineError
+from engine._base import EngineError
 from engine.cli._common import fail
 from engine.store import MemoryStore, Run, SQLiteStore, Store
 

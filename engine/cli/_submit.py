@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from engine._base._errors import RunConflictError
-from engine._workers._distributed import DEFAULT_QUEUE, request_resume, submit
+from engine._base import RunConflictError
+from engine._run import DEFAULT_QUEUE, request_resume, submit
 from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, run_async, store_option
 from engine.cli._inputs import BadLine, Record, load_flow, read_records
 from engine.cli._models import choose_model

@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from engine._run._engine import Engine
-from engine._workers._distributed import worker
+from engine._run import Engine
+from engine._workers import worker
 from engine.cli._common import DEFAULT_STORE, err, note, run_async
 from engine.cli._models import choose_model
 from engine.cli._run import ConcurrencyOpt, ModelOpt, StoreOpt

@@ -11,7 +11,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine._base._errors import ModelError
+from engine._base import ModelError
 from engine.models._sdk import SDKModel, key_or_none, missing_key
 from engine.models._types import (
     ImageBlock,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
-from engine._base._errors import ScriptExhaustedError
+from engine._base import ScriptExhaustedError
 from engine.models._types import Request, Response, TextBlock, trusted_response
 
 __all__ = ["ScriptedModel"]

@@ -9,8 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from engine._base._errors import AuthenticationError, ModelError
-from engine._base._secrets import remember_secret
+from engine._base import AuthenticationError, ModelError, remember_secret
 from engine.models._wire import short
 
 __all__ = ["SDKModel", "key_or_none", "missing_key", "url_problem"]

@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from engine._base._errors import ModelTimeoutError, ProviderUnavailableError, RateLimitError
+from engine._base import ModelTimeoutError, ProviderUnavailableError, RateLimitError, Sleep
 from engine.models._fill import fill, wrong_value
 from engine.models._types import ChoiceSpec, Request, Response, ToolCall, trusted_response
 
@@ -31,7 +31,6 @@ __all__ = ["Faults", "SimulatedModel"]
 
 Latency = float | tuple[float, float] | Callable[[random.Random], float]
 Policy = Callable[[Request], "str | Mapping[str, Any] | Awaitable[str | Mapping[str, Any]]"]
-Sleep = Callable[[float], Awaitable[None]]
 
 # Requests remembered for their repeat counts; beyond this the oldest are forgotten (a
 # request repeated after that many others counts as new).

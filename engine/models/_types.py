@@ -70,6 +70,15 @@ class Message(BaseModel):
         """Build a message holding one text block, without re-validating it."""
         return trusted_message(role, [TextBlock(text=text)])
 
+    @classmethod
+    def trusted(
+        cls,
+        role: Literal["system", "user", "assistant", "tool"],
+        content: list[TextBlock | ImageBlock],
+    ) -> Message:
+        """Build a message of content blocks that are already valid, without validating again."""
+        return trusted_message(role, content)
+
 
 class ToolSpec(BaseModel):
     """A native tool offered to the model: its name, description and JSON Schema."""
@@ -123,6 +132,20 @@ class Request(BaseModel):
     choices: list[ChoiceSpec] | None = None
     max_tokens: int | None = None
     enforce: PickSchema | None = None
+
+    @classmethod
+    def trusted(
+        cls,
+        messages: list[Message],
+        *,
+        tools: list[ToolSpec] | None = None,
+        response_format: dict[str, Any] | None = None,
+        choices: list[ChoiceSpec] | None = None,
+    ) -> Request:
+        """Build a request of parts that are already valid, without validating them again."""
+        return trusted_request(
+            messages, tools=tools, response_format=response_format, choices=choices
+        )
 
 
 class Usage(BaseModel):

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from engine._base._errors import (
+from engine._base import (
     AuthenticationError,
     BadRequestError,
     ModelError,

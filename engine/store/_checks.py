@@ -11,7 +11,7 @@ from typing import Any
 
 import pydantic_core
 
-from engine._base._errors import JournalError
+from engine._base import JournalError
 from engine.store._types import JournalRecord, Run
 
 __all__ = ["check_prune", "record_json", "run_json", "trace_json"]

@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, cast
 
-from engine._base._errors import RunConflictError
+from engine._base import RunConflictError
 from engine.store._checks import check_prune, record_json, run_json, trace_json
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 

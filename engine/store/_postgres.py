@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from engine._base._errors import JournalError
+from engine._base import JournalError
 from engine.store import _postgres_io as io
 from engine.store import _postgres_sql as sql
 from engine.store._checks import check_prune, trace_json
@@ -234,14 +234,20 @@ class PostgresStore:
             return self._pool
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection[Any]]:
+    async def transaction(self, *, lock: str | None = None) -> AsyncIterator[AsyncConnection[Any]]:
         """Hold a pooled connection inside one transaction, committed when the block ends.
 
         For writes that must land together with the store's, such as a queue's jobs beside
         the runs they start.
+
+        Args:
+            lock: A name to hold a transaction-wide advisory lock on first (its key is a hash
+                of the name), so one process at a time runs the block, as migrations do.
         """
         pool = await self.open()
         async with self._translated(), pool.connection() as conn, conn.transaction():
+            if lock is not None:
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", [io.lock_key(lock)])
             yield conn
 
     async def create_runs(

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
 
-from engine._base._errors import JournalError
+from engine._base import JournalError
 from engine.store import _postgres_sql as sql
 
 if TYPE_CHECKING:
@@ -180,9 +180,9 @@ def is_driver_error(error: BaseException) -> bool:
     return module.startswith(("psycopg", "psycopg_pool"))
 
 
-def lock_key(schema: str | None) -> int:
-    """An advisory-lock key for migrating ``schema``: 64 bits of its name's hash, signed."""
-    digest = hashlib.blake2b(f"engine-schema:{schema}".encode(), digest_size=8).digest()
+def lock_key(name: str | None) -> int:
+    """An advisory-lock key for ``name`` (a schema, or a lock of the queue): 64 bits of a hash."""
+    digest = hashlib.blake2b(f"engine-schema:{name}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 

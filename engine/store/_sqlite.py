@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeVar, cast, get_args
 import anyio
 import anyio.to_thread
 
-from engine._base._errors import JournalError
+from engine._base import JournalError
 from engine.store import _sqlite_sql as sql
 from engine.store._checks import check_prune
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, cast
 
-from engine._base._errors import JournalError, RunConflictError
+from engine._base import JournalError, RunConflictError
 from engine.store._checks import record_json, run_json, trace_json
 from engine.store._memory import prune_victims
 from engine.store._types import JournalRecord, Run

@@ -133,7 +133,7 @@ async def test_submit_needs_a_postgres_store() -> None:
 
 
 def test_worker_jobs_carry_only_json() -> None:
-    from engine._workers._queue import make_job
+    from engine._run._queue import make_job
 
     job = make_job("r1", "engine", 0, None, {"pick": {"call": "a"}, "model": None})
     assert json.loads(json.dumps(job.task_kwargs)) == job.task_kwargs

@@ -12,10 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from engine._base._errors import JournalError, RunConflictError
-from engine._base._log import log
+from engine._base import JournalError, RunConflictError, log
 from engine.store import PostgresStore
-from engine.store._postgres_io import lock_key
 
 if TYPE_CHECKING:
     from procrastinate import App, BaseRetryStrategy
@@ -82,8 +80,7 @@ async def _install(store: PostgresStore) -> None:
     """Create procrastinate's tables and the lock-release trigger, once, one process at a time."""
     from procrastinate.schema import SchemaManager
 
-    async with store.transaction() as conn:
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", [lock_key(f"queue:{store.schema}")])
+    async with store.transaction(lock=f"queue:{store.schema}") as conn:
         cursor = await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")
         found = await cursor.fetchone()
         if not (found and found[0]):
