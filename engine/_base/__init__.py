@@ -38,8 +38,7 @@ from engine._base._errors import (
     ScriptExhaustedError,
 )
 from engine._base._json import check_replayable, digest, from_json, to_json
-from engine._base._log import log
-from engine._base._logging import configure_logging
+from engine._base._log import configure_logging, log
 from engine._base._secrets import mask_secrets, remember_secret
 from engine._base._trace import Node, NodeKind, Trace, failed_at
 from engine._base._types import Clock, Flow, Sleep

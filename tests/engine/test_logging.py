@@ -14,7 +14,7 @@ import support_flows as sf
 
 from engine import AuthenticationError, Engine, RateLimitError, Runtime, transport_policy
 from engine._base._context import current_node, current_run_id
-from engine._base._logging import configure_logging
+from engine._base._log import configure_logging
 from engine._base._secrets import MASK, env_secrets, mask_secrets
 from engine._base._trace import Trace
 from engine.models import Request, Response
