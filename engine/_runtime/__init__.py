@@ -10,7 +10,9 @@ again by :mod:`._repick`; a pick becomes the next step's result in :mod:`._resol
 from engine._runtime._agentic import agentic_function
 from engine._runtime._branches import gather, map
 from engine._runtime._hooks import Hooks, current_hooks
-from engine._runtime._runtime import Runtime, build_request, call_option, check_timeout, resolve
+from engine._runtime._requests import build_request
+from engine._runtime._resolve import call_option, resolve
+from engine._runtime._runtime import Runtime, check_timeout
 
 __all__ = [
     "Hooks",

@@ -2,26 +2,23 @@
 
 A failed pick is asked again in the same conversation: the original request, the failed
 reply as the assistant's turn, then a user turn with the problem, the menu and the
-instruction to answer with JSON only. Every attempt is a model call through the runtime
-(hooks, transport retries) and a trace node; each re-pick fires ``on_retry``.
+instruction to answer with JSON only. Every attempt is a model call through the decision's
+:class:`~engine._runtime._calls.ModelCalls` (hooks, transport retries) and a trace node;
+each re-pick fires ``on_retry``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine._base import REPLY_HEAD, DecisionError, Node
 from engine._decision import Failure, Menu, Pick, find_pick, repick_text, validate
 from engine._retries import RetryEvent, note_retry
-from engine._runtime._hooks import Hooks
+from engine._runtime._calls import ModelCalls
 from engine._runtime._requests import message
 from engine._runtime._tools import ToolLoop, Toolset
 from engine.models import Message, Model, Request, Response
-
-if TYPE_CHECKING:
-    from engine._retries import OnRetry
-    from engine._runtime._runtime import Runtime
 
 __all__ = ["Asker"]
 
@@ -29,25 +26,23 @@ __all__ = ["Asker"]
 class Asker:
     """Ask for a pick, re-picking in the same conversation until one validates."""
 
-    __slots__ = ("hooks", "loop", "max_retries", "menu", "model", "node", "on_retry", "runtime")
+    __slots__ = ("calls", "loop", "max_retries", "menu", "model", "node", "runtime")
 
     def __init__(
         self,
-        runtime: Runtime,
-        hooks: Hooks,
+        runtime: object,
+        calls: ModelCalls,
         node: Node,
         menu: Menu,
         model: Model,
         max_retries: int,
-        on_retry: OnRetry | None,
     ) -> None:
-        self.runtime = runtime
-        self.hooks = hooks
+        self.runtime = runtime  # the runtime the decision runs on, ambient for tools it runs
+        self.calls = calls
         self.node = node
         self.menu = menu
         self.model = model
         self.max_retries = max_retries
-        self.on_retry = on_retry
         self.loop: ToolLoop | None = None
 
     def use_tools(
@@ -57,11 +52,10 @@ class Asker:
         self.loop = ToolLoop(
             self.runtime,
             tools,
+            self.calls,
             model=self.model,
-            hooks=self.hooks,
             max_iterations=max_iterations,
             context=context,
-            on_retry=self.on_retry,
         )
 
     async def __call__(self, request: Request) -> Pick:
@@ -80,9 +74,7 @@ class Asker:
             else:
                 mnode = node.open_child("model_call", "model_call", {"attempt": 0})
             if self.loop is None:
-                response = await self.runtime.call_model(
-                    mnode, self.model, request, self.hooks, self.on_retry
-                )
+                response = await self.calls(mnode, self.model, request)
             else:
                 # The turn's tool calls become part of the conversation a re-pick continues.
                 response, messages = await self.loop.run(mnode, request, self._loop_node)
@@ -131,4 +123,6 @@ class Asker:
         return validate(find_pick(response.text, self.menu.by_name), self.menu)
 
     async def _retry_event(self, attempt: int, kind: str, message: str) -> None:
-        await note_retry(RetryEvent("parse", attempt, kind, message, self.node.key), self.on_retry)
+        await note_retry(
+            RetryEvent("parse", attempt, kind, message, self.node.key), self.calls.on_retry
+        )

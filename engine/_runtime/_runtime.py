@@ -2,9 +2,9 @@
 
 :meth:`Runtime.exec` and :func:`engine.decision.make` share everything below the request:
 the menu is built before any call, every model call goes through the ambient hooks (and the
-transport retries inside them), a failed pick is asked again in the same conversation, and
-the pick resolves into the result of the next step. With ``tools``, a turn is the native
-tool loop of :mod:`engine._runtime._tools`; the re-pick itself is :mod:`engine._runtime._repick`'s.
+transport retries inside them) as :mod:`._calls` makes it, a failed pick is asked again in the
+same conversation (:mod:`._repick`), and the pick resolves into the result of the next step
+(:mod:`._resolve`). With ``tools``, a turn is the native tool loop of :mod:`._tools`.
 """
 
 from __future__ import annotations
@@ -15,23 +15,21 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from engine._base import (
-    REPLY_HEAD,
-    CircuitOpenError,
     DeadlineExceeded,
     Node,
     NodeKind,
-    RetryableModelError,
     Trace,
     current_node,
 )
 from engine._decision import DECISION_FINISH_INSTRUCTION, Menu, Pick, build_menu
-from engine._retries import DecisionRetry, OnRetry, Transport
-from engine._runtime._hooks import Hooks, current_hooks
+from engine._retries import DecisionRetry, OnRetry
+from engine._runtime._calls import ModelCalls
+from engine._runtime._hooks import current_hooks
 from engine._runtime._repick import Asker
-from engine._runtime._requests import Content, blocks_of, build_request, choice_specs, pick_schema
-from engine._runtime._resolve import call_option, resolve
+from engine._runtime._requests import Content, blocks_of, build_request, pick_schema
+from engine._runtime._resolve import resolve
 from engine._runtime._tools import ToolLoop, Toolset, build_toolset, check_iterations
-from engine.models import Model, Request, Response, TextBlock, model_from_string
+from engine.models import Model, Request, TextBlock, model_from_string
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -40,15 +38,7 @@ if TYPE_CHECKING:
 
     from engine._retries import DecisionPolicy
 
-__all__ = [
-    "OnRetry",
-    "Runtime",
-    "build_request",
-    "call_option",
-    "check_timeout",
-    "choice_specs",
-    "resolve",
-]
+__all__ = ["Runtime", "check_timeout"]
 
 Enforce = Literal["auto", "off", "on"]
 
@@ -198,6 +188,7 @@ class Runtime:
         if timeout_s is not None:
             check_timeout(timeout_s)
         hooks = current_hooks.get()
+        calls = ModelCalls(self.transport, hooks, on_retry)
         model = self.model if model is None else model_from_string(model)
         # Most models cannot constrain a reply: then the pick is parsed from text.
         can = self.enforce == "on" or getattr(model, "enforcement", None) is not None
@@ -216,13 +207,13 @@ class Runtime:
         try:
             ask: Callable[[Request], Awaitable[Pick]]
             if self.decision is None:
-                ask = Asker(self, hooks, node, menu, model, max_retries, on_retry)
+                ask = Asker(self, calls, node, menu, model, max_retries)
                 if tools is not None:
                     ask.use_tools(tools, max_iterations, context)
             else:
 
                 def asker(at: Node, on: Model, retries: int) -> Asker:
-                    ask = Asker(self, hooks, at, menu, on, retries, on_retry)
+                    ask = Asker(self, calls, at, menu, on, retries)
                     if tools is not None:
                         ask.use_tools(tools, max_iterations, context)
                     return ask
@@ -280,67 +271,20 @@ class Runtime:
         max_iterations: int = 20,
         context: Mapping[str, Any] | None = None,
     ) -> str:
-        hooks = current_hooks.get()
+        calls = ModelCalls(self.transport, current_hooks.get(), on_retry)
         model = model or self.model
         node = self.open_node("model_call", "turn")
         with _deadline(timeout_s, "exec"):
             if tools is None:
-                response = await self.call_model(node, model, request, hooks, on_retry)
+                response = await calls(node, model, request)
             else:
                 loop = ToolLoop(
-                    self,
-                    tools,
-                    model=model,
-                    hooks=hooks,
-                    max_iterations=max_iterations,
-                    context=context,
-                    on_retry=on_retry,
+                    self, tools, calls, model=model, max_iterations=max_iterations, context=context
                 )
                 response, _ = await loop.run(
                     node, request, lambda: self.open_node("model_call", "turn")
                 )
         return response.text
-
-    async def call_model(
-        self,
-        node: Node,
-        model: Model,
-        request: Request,
-        hooks: Hooks,
-        on_retry: OnRetry | None = None,
-    ) -> Response:
-        """Make one model call through the hooks, recording usage and latency on ``node``.
-
-        The live call retries transport failures under :attr:`transport`; each retry is a
-        ``retry`` node under ``node`` and an ``on_retry`` event.
-        """
-        try:
-            if hooks.passes_model_call:
-                try:
-                    response = await model.complete(request)
-                except RetryableModelError as exc:
-                    # Transport failures (not an open breaker) go to the transport policy: what
-                    # Transport.__call__ does, without its object and frame on the hot path.
-                    if isinstance(exc, CircuitOpenError):
-                        raise
-                    retry = Transport(self.transport, node, on_retry)
-                    response = await retry.after(exc, model, request)
-            else:
-                call = Transport(self.transport, node, on_retry)
-                response = await hooks.model_call(node, model, request, call)
-        except BaseException as exc:
-            node.fail(exc)
-            raise
-        usage = response.usage
-        if not node.data.get("replayed"):  # a replayed reply cost nothing this time
-            node.add_usage(usage.input_tokens, usage.output_tokens)
-        node.close(
-            "ok",
-            model=response.model,
-            finish_reason=response.finish_reason,
-            reply=response.text[:REPLY_HEAD],
-        )
-        return response
 
 
 def check_timeout(timeout_s: float) -> None:

@@ -30,14 +30,12 @@ from engine._decision import (
     tool_parameters,
     validate,
 )
-from engine._runtime._hooks import Hooks
+from engine._runtime._calls import ModelCalls
 from engine._runtime._resolve import call_option
 from engine.models import Message, Request, Response, TextBlock, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
     from engine._base import Node
-    from engine._retries import OnRetry
-    from engine._runtime._runtime import Runtime
 
 __all__ = ["ToolLoop", "Toolset", "build_toolset", "check_iterations"]
 
@@ -119,36 +117,33 @@ class ToolLoop:
     """
 
     __slots__ = (
+        "calls",
         "context",
-        "hooks",
         "left",
         "max_iterations",
         "model",
-        "on_retry",
         "runtime",
         "tools",
     )
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: object,
         tools: Toolset,
+        calls: ModelCalls,
         *,
         model: Any,
-        hooks: Hooks,
         max_iterations: int,
         context: Mapping[str, Any] | None,
-        on_retry: OnRetry | None,
     ) -> None:
         check_iterations(max_iterations)
         self.runtime = runtime
         self.tools = tools
         self.model = model
-        self.hooks = hooks
+        self.calls = calls
         self.max_iterations = max_iterations
         self.left = max_iterations
         self.context = context
-        self.on_retry = on_retry
 
     async def run(
         self, node: Node, request: Request, next_node: Callable[[], Node]
@@ -168,9 +163,7 @@ class ToolLoop:
         while True:
             self.left -= 1
             asked = request.model_copy(update={"messages": list(messages)})
-            response = await self.runtime.call_model(
-                node, self.model, asked, self.hooks, self.on_retry
-            )
+            response = await self.calls(node, self.model, asked)
             if not response.tool_calls:
                 return response, messages
             if self.left <= 0:
@@ -226,7 +219,7 @@ class ToolLoop:
         try:
             # Through the step hook, so a journaled run replays the tool's result instead of
             # running it again.
-            text: str = await self.hooks.step(node, option.handler, run, str)
+            text: str = await self.calls.hooks.step(node, option.handler, run, str)
         except BaseException as exc:
             node.fail(exc)
             raise

@@ -1,0 +1,70 @@
+"""The model-call service: one call through the hooks, its transport retries, its cost noted.
+
+Every model call of a turn, a decision, a re-pick or a tool loop goes through a
+:class:`ModelCalls`: the ambient hooks answer it (a durable run journals the reply, or replays
+it), the live call retries transport failures under the runtime's transport policy, and the
+node records the reply's usage and latency. The runtime, the re-pick and the tool loop hold
+one and never call a model themselves.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine._base import REPLY_HEAD, CircuitOpenError, Node, RetryableModelError
+from engine._retries import OnRetry, Transport
+from engine._runtime._hooks import Hooks
+
+if TYPE_CHECKING:
+    from tenacity import AsyncRetrying
+
+    from engine.models import Model, Request, Response
+
+__all__ = ["ModelCalls"]
+
+
+class ModelCalls:
+    """Make model calls through ``hooks``, retrying transport failures under ``transport``.
+
+    Each retry is a ``retry`` node under the call's node and an ``on_retry`` event.
+    """
+
+    __slots__ = ("hooks", "on_retry", "transport")
+
+    def __init__(
+        self, transport: AsyncRetrying | None, hooks: Hooks, on_retry: OnRetry | None
+    ) -> None:
+        self.transport = transport
+        self.hooks = hooks
+        self.on_retry = on_retry
+
+    async def __call__(self, node: Node, model: Model, request: Request) -> Response:
+        """Make one model call, recording its usage and latency on ``node``."""
+        hooks = self.hooks
+        try:
+            if hooks.passes_model_call:
+                try:
+                    response = await model.complete(request)
+                except RetryableModelError as exc:
+                    # Transport failures (not an open breaker) go to the transport policy: what
+                    # Transport.__call__ does, without its object and frame on the hot path.
+                    if isinstance(exc, CircuitOpenError):
+                        raise
+                    retry = Transport(self.transport, node, self.on_retry)
+                    response = await retry.after(exc, model, request)
+            else:
+                call = Transport(self.transport, node, self.on_retry)
+                response = await hooks.model_call(node, model, request, call)
+        except BaseException as exc:
+            node.fail(exc)
+            raise
+        usage = response.usage
+        if not node.data.get("replayed"):  # a replayed reply cost nothing this time
+            node.add_usage(usage.input_tokens, usage.output_tokens)
+        node.close(
+            "ok",
+            model=response.model,
+            finish_reason=response.finish_reason,
+            reply=response.text[:REPLY_HEAD],
+        )
+        return response
