@@ -17,7 +17,6 @@ import re
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -25,6 +24,7 @@ import anyio
 from engine._base import JournalError
 from engine.store import _postgres_io as io
 from engine.store import _postgres_sql as sql
+from engine.store._base import BatchedStore
 from engine.store._checks import check_prune, trace_json
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
@@ -38,7 +38,7 @@ _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _INSTALL_HINT = 'PostgresStore needs psycopg 3; install it with: pip install -e ".[postgres]"'
 
 
-class PostgresStore:
+class PostgresStore(BatchedStore[io.Op]):
     """Keep runs, journals and traces in PostgreSQL, shared by every worker that opens it.
 
     The pool opens on first use (or by ``async with``); the store then creates or migrates
@@ -62,6 +62,8 @@ class PostgresStore:
         ValueError: A schema that is not a plain identifier, or a bad pool size.
     """
 
+    _reopen_hint = "the database"
+
     def __init__(
         self,
         dsn: str,
@@ -71,6 +73,7 @@ class PostgresStore:
         pool_max: int = 10,
         timeout_s: float = 30.0,
     ) -> None:
+        super().__init__()
         dsn, from_url = io.split_schema(dsn)
         schema = schema or from_url
         if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
@@ -83,26 +86,10 @@ class PostgresStore:
         self.schema = schema
         self.pool_min, self.pool_max, self.timeout_s = pool_min, pool_max, timeout_s
         self._pool: AsyncConnectionPool[Any] | None = None
-        self._closed = False
-        self._queue: list[io.Op] = []
-        self._commit_lock = anyio.Lock()
-        self._open_lock = anyio.Lock()
 
     def __repr__(self) -> str:
         where = "" if self.schema is None else f", schema={self.schema!r}"
         return f"PostgresStore({io.masked(self.dsn)!r}{where})"
-
-    async def __aenter__(self) -> PostgresStore:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     # -- the Store protocol --------------------------------------------------------------------
 
@@ -202,19 +189,6 @@ class PostgresStore:
         ((count,),) = await self._write(sql.prune(statuses, older_than_s, keep_last))
         return int(count)
 
-    async def close(self) -> None:
-        """Commit the writes already queued, then close the pool. Idempotent."""
-        self._closed = True
-        # Shielded: a close cut short would leak connections; the flush is bounded by
-        # timeout_s and closing the pool waits only for connections in use.
-        with anyio.CancelScope(shield=True):
-            async with self._open_lock, self._commit_lock:
-                if self._queue:
-                    await self._flush()
-                pool, self._pool = self._pool, None
-                if pool is not None:
-                    await pool.close(timeout=self.timeout_s)
-
     # -- for the distribution layer ------------------------------------------------------------
 
     async def open(self) -> AsyncConnectionPool[Any]:
@@ -224,14 +198,12 @@ class PostgresStore:
             JournalError: The server is unreachable, or its schema is newer than this engine.
             ImportError: psycopg is not installed.
         """
-        if self._pool is not None:
-            return self._pool
-        async with self._open_lock:
-            if self._closed:
-                raise self._closed_error()
-            if self._pool is None:
-                self._pool = await self._connect()
-            return self._pool
+        if self._pool is None:
+            await self._ensure_open()
+        pool = self._pool
+        if pool is None:  # for the type checker: an open store holds its pool
+            raise self._closed_error()
+        return pool
 
     @asynccontextmanager
     async def transaction(self, *, lock: str | None = None) -> AsyncIterator[AsyncConnection[Any]]:
@@ -332,6 +304,19 @@ class PostgresStore:
 
     # -- connections and reads -----------------------------------------------------------------
 
+    def _is_open(self) -> bool:
+        return self._pool is not None
+
+    async def _open_connections(self) -> None:
+        self._pool = await self._connect()
+
+    async def _release(self) -> None:
+        # The flush before this is bounded by timeout_s; closing the pool waits only for
+        # connections in use.
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close(timeout=self.timeout_s)
+
     async def _connect(self) -> AsyncConnectionPool[Any]:
         try:
             from psycopg_pool import AsyncConnectionPool
@@ -375,6 +360,3 @@ class PostgresStore:
 
     def _translated(self) -> AbstractAsyncContextManager[None]:
         return io.translated(repr(self), self.timeout_s)
-
-    def _closed_error(self) -> RuntimeError:
-        return RuntimeError(f"{self!r} is closed; open a new store to use the database again")

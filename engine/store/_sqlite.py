@@ -7,7 +7,8 @@ commits it in one thread hop and one transaction, so many concurrent runs share 
 SAVEPOINT, so a lost compare-and-set or a fenced-off append fails alone.
 
 The SQL lives in plain synchronous functions that take a connection and run in a worker
-thread; only :class:`SQLiteStore` awaits.
+thread (``_sqlite_sql``, and ``_sqlite_commit`` for a batch's transaction); only
+:class:`SQLiteStore` awaits.
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
-from types import TracebackType
 from typing import Any, Literal, TypeVar, cast, get_args
 
 import anyio
 import anyio.to_thread
 
 from engine._base import JournalError
+from engine.store import _sqlite_commit as commits
 from engine.store import _sqlite_sql as sql
+from engine.store._base import BatchedStore
 from engine.store._checks import check_prune
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
@@ -35,7 +36,7 @@ T = TypeVar("T")
 Durability = Literal["full", "normal", "off"]
 
 
-class SQLiteStore:
+class SQLiteStore(BatchedStore[commits.Op]):
     """Keep runs, journals and traces in one SQLite file (WAL mode), safe across processes.
 
     The file is opened on first use (or by ``async with``), and its schema is created and
@@ -72,6 +73,7 @@ class SQLiteStore:
         durability: Durability = "normal",
         busy_timeout_s: float = 30.0,
     ) -> None:
+        super().__init__()
         valid = get_args(Durability)
         if durability not in valid:
             raise ValueError(
@@ -86,30 +88,14 @@ class SQLiteStore:
         self.busy_timeout_s = busy_timeout_s
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
-        self._closed = False
-        self._queue: list[_Op] = []
         #: The write that takes the queue next, and what the others in it wait on.
-        self._leader: _Op | None = None
+        self._leader: commits.Op | None = None
         self._woken: anyio.Event | None = None
-        self._commit_lock = anyio.Lock()
-        self._open_lock = anyio.Lock()
         # One reader connection, used by one thread at a time.
         self._read_limiter = anyio.CapacityLimiter(1)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, durability={self.durability!r})"
-
-    async def __aenter__(self) -> SQLiteStore:
-        await self._ensure_open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     # -- the Store protocol --------------------------------------------------------------------
 
@@ -213,23 +199,6 @@ class SQLiteStore:
             partial(sql.prune, tuple(statuses), older_than_s=older_than_s, keep_last=keep_last)
         )
 
-    async def close(self) -> None:
-        """Commit the writes already queued, then close the connections. Idempotent."""
-        self._closed = True
-        # Shielded: a close cut short would leak open connections. The wait inside is
-        # bounded by the batch in flight, itself bounded by busy_timeout_s.
-        # The open lock too: an open still in flight would otherwise land after the close.
-        with anyio.CancelScope(shield=True):
-            async with self._open_lock, self._commit_lock:
-                if self._queue:
-                    await self._flush()
-                connections = (self._writer, self._reader)
-                self._writer = self._reader = None
-                if connections != (None, None):
-                    await anyio.to_thread.run_sync(
-                        _close_all, connections, limiter=self._read_limiter
-                    )
-
     # -- group commit --------------------------------------------------------------------------
 
     async def _write(self, apply: Callable[[sqlite3.Connection], T]) -> T:
@@ -241,7 +210,7 @@ class SQLiteStore:
         """
         if self._writer is None:
             await self._ensure_open()
-        op = _Op(apply)
+        op = commits.Op(apply)
         self._queue.append(op)
         try:
             while not op.done:
@@ -283,7 +252,7 @@ class SQLiteStore:
                     op.error, op.done = self._closed_error(), True
             else:
                 try:
-                    await anyio.to_thread.run_sync(_commit, self._writer, batch)
+                    await anyio.to_thread.run_sync(commits.commit, self._writer, batch)
                 except BaseException:
                     # Cancelled before the thread started (the thread itself cannot be
                     # cancelled): put the untouched ops back first in the queue, in order.
@@ -303,17 +272,22 @@ class SQLiteStore:
 
     # -- connections and reads -----------------------------------------------------------------
 
-    async def _ensure_open(self) -> None:
-        if self._writer is not None:
-            return
-        async with self._open_lock:
-            if self._closed:
-                raise self._closed_error()
-            if self._writer is None:
-                try:
-                    self._writer, self._reader = await anyio.to_thread.run_sync(self._open)
-                except sqlite3.Error as exc:
-                    raise self._translate(exc) from exc
+    def _is_open(self) -> bool:
+        return self._writer is not None
+
+    async def _open_connections(self) -> None:
+        try:
+            self._writer, self._reader = await anyio.to_thread.run_sync(self._open)
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from exc
+
+    async def _release(self) -> None:
+        connections = (self._writer, self._reader)
+        self._writer = self._reader = None
+        if connections != (None, None):
+            await anyio.to_thread.run_sync(
+                commits.close_all, connections, limiter=self._read_limiter
+            )
 
     def _open(self) -> tuple[sqlite3.Connection, sqlite3.Connection]:
         """Open the writer (creating the schema) and the reader; runs in a worker thread."""
@@ -356,70 +330,3 @@ class SQLiteStore:
         if self._reader is None:  # closed while this read waited for the connection
             raise self._closed_error()
         return query(self._reader)
-
-    def _closed_error(self) -> RuntimeError:
-        return RuntimeError(f"{self!r} is closed; open a new store to use the file again")
-
-
-@dataclass(slots=True, eq=False)
-class _Op:
-    """One queued write and, once its batch committed, its outcome."""
-
-    apply: Callable[[sqlite3.Connection], object]
-    result: object = None
-    error: BaseException | None = None
-    done: bool = False
-
-
-def _commit(conn: sqlite3.Connection, batch: list[_Op]) -> None:
-    """Apply ``batch`` in one transaction, each op failing alone; never raises.
-
-    The ops run straight through first; only when one of them raises is the transaction
-    rolled back and the batch applied again, each op in its own savepoint. The ops are pure
-    functions of the database, so the outcome is as if every op had its own savepoint.
-    """
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        if not _apply_all(conn, batch):
-            sql.rollback(conn)
-            conn.execute("BEGIN IMMEDIATE")
-            _apply_each(conn, batch)
-        conn.execute("COMMIT")
-    except Exception as exc:
-        sql.rollback(conn)
-        # Nothing of the batch is stored: every op that had not failed on its own fails now.
-        for op in batch:
-            if op.error is None:
-                op.error, op.result = exc, None
-    finally:
-        for op in batch:
-            op.done = True
-
-
-def _apply_all(conn: sqlite3.Connection, batch: list[_Op]) -> bool:
-    """Apply every op with no savepoints; return False at the first that raises."""
-    for op in batch:
-        try:
-            op.result = op.apply(conn)
-        except Exception:
-            return False
-    return True
-
-
-def _apply_each(conn: sqlite3.Connection, batch: list[_Op]) -> None:
-    """Apply every op in a savepoint of its own: a failing op is undone and keeps its error."""
-    for op in batch:
-        op.result = None
-        conn.execute("SAVEPOINT op")
-        try:
-            op.result = op.apply(conn)
-        except Exception as exc:
-            conn.execute("ROLLBACK TO op")
-            op.error = exc
-        conn.execute("RELEASE op")
-
-
-def _close_all(connections: tuple[sqlite3.Connection | None, ...]) -> None:
-    for conn in connections:
-        if conn is not None:
-            conn.close()

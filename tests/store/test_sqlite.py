@@ -15,6 +15,7 @@ import anyio.to_thread
 import pytest
 
 import engine.store._sqlite as sqlite_module
+import engine.store._sqlite_commit as commit_module
 from engine import JournalError, RunConflictError
 from engine.store import JournalRecord, Run, SQLiteStore
 
@@ -36,13 +37,13 @@ async def store(db: Path) -> AsyncIterator[SQLiteStore]:
 def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record the size of every batch the stores commit."""
     sizes: list[int] = []
-    commit = sqlite_module._commit
+    commit = commit_module.commit
 
-    def spy(conn: sqlite3.Connection, batch: list[sqlite_module._Op]) -> None:
+    def spy(conn: sqlite3.Connection, batch: list[commit_module.Op]) -> None:
         sizes.append(len(batch))
         commit(conn, batch)
 
-    monkeypatch.setattr(sqlite_module, "_commit", spy)
+    monkeypatch.setattr(commit_module, "commit", spy)
     return sizes
 
 
