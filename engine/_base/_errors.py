@@ -10,6 +10,7 @@
     ├── NonDeterminismError                replay met a different request than the journal holds
     ├── JournalError                       a value could not be journaled or read back
     ├── RunConflictError                   another worker or resumer holds the run
+    ├── RunNotFoundError (KeyError)        no run has the given id
     ├── MaxIterationsError (RuntimeError)  a tool loop still called tools at max_iterations
     ├── BudgetExceededError                a run spent its retry, token or wall-time budget
     ├── RunStopped                         the engine stopped a run between two transitions
@@ -50,6 +51,7 @@ __all__ = [
     "RateLimitError",
     "RetryableModelError",
     "RunConflictError",
+    "RunNotFoundError",
     "RunStopped",
     "ScriptExhaustedError",
 ]
@@ -154,6 +156,23 @@ class RunConflictError(EngineError):
     def __init__(self, message: str, *, run_id: str | None = None) -> None:
         self.run_id = run_id
         super().__init__(message)
+
+
+class RunNotFoundError(EngineError, KeyError):
+    """No run has the given id (a ``KeyError``, as a missing key of the store).
+
+    Attributes:
+        run_id: The id asked for.
+    """
+
+    def __init__(self, run_id: str, *, detail: str | None = None) -> None:
+        self.run_id = run_id
+        self.message = f"unknown run {run_id!r}" + (f": {detail}" if detail else "")
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        # KeyError's own str() quotes its key; this one reads as a sentence.
+        return self.message
 
 
 class MaxIterationsError(EngineError, RuntimeError):

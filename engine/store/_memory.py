@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, cast
 
-from engine._base import RunConflictError
+from engine._base import RunConflictError, RunNotFoundError
 from engine.store._checks import check_prune, record_json, run_json, trace_json
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
@@ -100,7 +100,7 @@ class MemoryStore:
         """Append records, fenced by ``owner`` when given.
 
         Raises:
-            KeyError: The run does not exist.
+            RunNotFoundError: The run does not exist (a ``KeyError``).
             RunConflictError: ``owner`` no longer holds the run (another worker took it over).
             JournalError: A record's ``data`` is not JSON (no record of the call is kept).
         """
@@ -108,7 +108,7 @@ class MemoryStore:
         entries = _entries(run_id, records)
         run = self._runs.get(run_id)
         if run is None:
-            raise KeyError(f"unknown run {run_id!r}")
+            raise RunNotFoundError(run_id)
         if owner is not None and run.owner != owner:
             raise RunConflictError(
                 f"run {run_id!r} is now owned by {run.owner!r}, not {owner!r}; this worker "

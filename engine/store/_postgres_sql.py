@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, cast
 
-from engine._base import RunConflictError
+from engine._base import RunConflictError, RunNotFoundError
 from engine.store._checks import record_json, run_json
 from engine.store._types import JournalRecord, Run
 
@@ -206,12 +206,12 @@ def fenced(run_id: str, owner: str | None, row: tuple[Any, ...]) -> None:
     """Raise what an append's returned row says went wrong; return when the records landed.
 
     Raises:
-        KeyError: The run does not exist.
+        RunNotFoundError: The run does not exist (a ``KeyError``).
         RunConflictError: ``owner`` no longer holds the run.
     """
     exists, holder = row
     if not exists:
-        raise KeyError(f"unknown run {run_id!r}")
+        raise RunNotFoundError(run_id)
     if owner is not None and holder != owner:
         raise RunConflictError(
             f"run {run_id!r} is now owned by {holder!r}, not {owner!r}; this worker "

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, cast
 
-from engine._base import JournalError, RunConflictError
+from engine._base import JournalError, RunConflictError, RunNotFoundError
 from engine.store._checks import record_json, run_json, trace_json
 from engine.store._memory import prune_victims
 from engine.store._types import JournalRecord, Run
@@ -160,7 +160,7 @@ def insert_journal(
     """Append journal rows, after checking the run exists and ``owner`` still holds it."""
     found = _rows(conn, "SELECT owner FROM runs WHERE run_id = ?", [run_id])
     if not found:
-        raise KeyError(f"unknown run {run_id!r}")
+        raise RunNotFoundError(run_id)
     holder = found[0][0]
     if owner is not None and holder != owner:
         raise RunConflictError(

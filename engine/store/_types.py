@@ -8,6 +8,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from engine._base import FINISHED, PRUNABLE, RunStatus
+
 __all__ = [
     "FINISHED",
     "PRUNABLE",
@@ -20,13 +22,8 @@ __all__ = [
     "TokenUsage",
 ]
 
-RunStatus = Literal["queued", "running", "completed", "suspended", "failed", "cancelled"]
+# RunStatus, FINISHED and PRUNABLE are the run state machine's (engine._base), named here too.
 JournalKind = Literal["model", "pick", "step", "decision_failed", "retry"]
-
-#: Statuses a run does not leave without a resume.
-FINISHED: frozenset[str] = frozenset({"completed", "suspended", "failed", "cancelled"})
-#: Statuses ``prune`` deletes by default: done, or stopped for good unless resumed by hand.
-PRUNABLE: tuple[RunStatus, ...] = ("completed", "failed", "cancelled")
 
 
 class TokenUsage(BaseModel):
