@@ -26,7 +26,8 @@ from engine._retries import OnRetry, RetryEvent, RunBudget, retry_run
 from engine._run._batch import DEFAULT_CONCURRENCY, Batch, OnProgress
 from engine._run._executor import Executor, lease_expired
 from engine._run._flows import FLOWS, encode_input, flow_name
-from engine._run._journal import ResumeOrder, ledger_of
+from engine._run._journal import ledger_of
+from engine._run._order import ResumeOrder
 from engine._run._pacing import check_run_id
 from engine._run._stopping import cancel_run, shutdown
 from engine._run._submit import submit as submit_runs

@@ -1,0 +1,312 @@
+"""The hooks of a durable run: replay what its journal holds, journal what is done live.
+
+On replay a journaled model call returns its recorded reply, a journaled decision its
+recorded pick, a journaled step its recorded result, and live work starts at the first key
+with no record. A fingerprint that no longer matches raises :class:`NonDeterminismError`.
+The records are the :class:`~._journal.Journal`'s, what the execution spends and whether it
+may go on the :class:`~._spending.Spending`'s, and how a resume settles the decision it
+stopped at the :class:`~._order.ResumeOrder`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from engine._base import (
+    DecisionError,
+    NonDeterminismError,
+    check_replayable,
+    digest,
+    from_json,
+    to_json,
+)
+from engine._decision import Failure, Pick, RawPick, validate
+from engine._retries import OnRetry, RunBudget
+from engine._run._journal import Journal, check_record, failure_record, request_fingerprint
+from engine._run._order import ProbeDone, ResumeOrder
+from engine._run._spending import Control, Spending
+from engine._runtime import Hooks
+from engine.models import Model, Request, Response
+from engine.store import JournalRecord, Store
+
+if TYPE_CHECKING:
+    from engine._base import Node
+    from engine._decision import Menu
+
+__all__ = ["JournalHooks", "journal_hooks"]
+
+
+class JournalHooks(Hooks):
+    """Hooks of one run: replay what the journal holds, record what is done live.
+
+    Args:
+        journal: The run's records, and where new ones go.
+        spending: Counts the execution's work and says whether it may go on.
+        order: How this execution treats the decision the run stopped at (a resume's).
+        probe: Replay only, to check a human pick at the failing decision: park at the
+            first live work instead of doing it.
+        guard: Wraps each model before a live call (the engine's provider limits and
+            breakers).
+    """
+
+    __slots__ = ("_asked", "guard", "journal", "order", "probe", "spending")
+
+    def __init__(
+        self,
+        journal: Journal,
+        spending: Spending,
+        *,
+        order: ResumeOrder | None = None,
+        probe: bool = False,
+        guard: Callable[[Model], Model] | None = None,
+    ) -> None:
+        self.journal = journal
+        self.spending = spending
+        self.order = order if order is not None else ResumeOrder()
+        self.probe = probe
+        self.guard = guard
+        #: The last request fingerprinted, and its fingerprint: a decision and its first
+        #: model call fingerprint the same request object.
+        self._asked: tuple[Request | None, str] = (None, "")
+
+    def _fingerprint(self, request: Request) -> str:
+        asked, fingerprint = self._asked
+        if asked is not request:
+            fingerprint = request_fingerprint(request)
+            self._asked = (request, fingerprint)
+        return fingerprint
+
+    # -- model calls ---------------------------------------------------------------------------
+
+    async def model_call(
+        self,
+        node: Node,
+        model: Model,
+        request: Request,
+        call: Callable[[Model, Request], Awaitable[Response]],
+    ) -> Response:
+        """Replay the journaled reply under this key, or call the model and journal the reply."""
+        fingerprint = self._fingerprint(request)
+        record = self.journal.get("model", node.key)
+        if record is not None:
+            check_record(record, fingerprint, node.key, "the model request")
+            node.data["replayed"] = True
+            return Response.model_validate(record.data)
+        if self.probe:
+            await _park()
+        self.spending.check_live(node.key)
+        live = self.order.model or model
+        response = await call(self.guard(live) if self.guard is not None else live, request)
+        # Journal the raw reply before anyone parses it: a crash after this line never pays
+        # for the call again.
+        await self.journal.write(
+            JournalRecord(
+                key=node.key,
+                kind="model",
+                fingerprint=fingerprint,
+                actor=response.model,
+                data=response.model_dump(mode="json"),
+            )
+        )
+        self.spending.add_call(response.usage.input_tokens, response.usage.output_tokens)
+        return response
+
+    # -- decisions -----------------------------------------------------------------------------
+
+    async def decision(
+        self,
+        node: Node,
+        menu: Menu,
+        request: Request,
+        decide: Callable[[Request], Awaitable[Pick]],
+    ) -> Pick:
+        """Replay the journaled pick, replay a journaled failure, or decide live and journal it."""
+        key = node.key
+        fingerprint = digest(self._fingerprint(request), menu.text)
+        record = self.journal.get("pick", key)
+        if record is not None:
+            return _replay_pick(record, fingerprint, menu, node)
+        generation = self.journal.failures(key)
+        if key == self.order.where:
+            if self.order.pick is not None:
+                return await self._human_pick(node, menu, fingerprint)
+            if self.order.max_retries is not None:
+                setattr(decide, "max_retries", self.order.max_retries)  # noqa: B010
+        elif self.journal.caught(key):
+            failure = self._replayed_failure(key, fingerprint, menu)
+            node.data.update(replayed=True, attempts=failure.attempts, failures=[failure.kind])
+            raise failure
+        if self.probe:  # its model calls replay from the journal, or park
+            return await decide(request)
+        if generation:
+            node.key = f"{key}@{generation}"  # a fresh ask: its calls get keys of their own
+        try:
+            pick = await decide(request)
+        except DecisionError as exc:
+            if exc.where is None:
+                exc.where = key
+                await self.journal.write(failure_record(key, fingerprint, menu.names, exc))
+            raise
+        finally:
+            node.key = key
+        attempts, actor = int(node.data.get("attempts", 1)), _actor(node)
+        node.data["actor"] = actor
+        await self._write_pick(key, fingerprint, menu, pick, actor, attempts)
+        return pick
+
+    async def _human_pick(self, node: Node, menu: Menu, fingerprint: str) -> Pick:
+        pick_data = self.order.pick or {}
+        raw = (
+            RawPick(pick_data["call"], pick_data.get("args"), "args" in pick_data, {})
+            if "call" in pick_data
+            else None  # names no call: no pick at all (docs/decisions.md §7.1)
+        )
+        try:
+            pick = validate(raw, menu)
+        except Failure as failure:
+            raise DecisionError(
+                failure.kind,
+                failure.message,
+                replies=[],
+                attempts=0,
+                options=menu.names,
+                where=node.key,
+                human_pick=True,
+            ) from None
+        if self.probe:
+            raise ProbeDone
+        node.data["attempts"], node.data["actor"] = 0, "human"
+        await self._write_pick(node.key, fingerprint, menu, pick, "human", 0)
+        return pick
+
+    def _replayed_failure(self, key: str, fingerprint: str, menu: Menu) -> DecisionError:
+        record = self.journal.get("decision_failed", key)
+        assert record is not None  # the journal says the failure at key was caught
+        check_record(record, fingerprint, key, "the decision")
+        data = record.data
+        return DecisionError(
+            data["kind"],
+            data["detail"],
+            replies=data.get("replies", []),
+            attempts=data.get("attempts", 1),
+            options=menu.names,
+            where=key,
+        )
+
+    async def _write_pick(
+        self, key: str, fingerprint: str, menu: Menu, pick: Pick, actor: str, attempts: int
+    ) -> None:
+        args = to_json(pick.args, what=f"the arguments of the pick at {key!r}")
+        # The attempts and who picked travel with the pick, so a replay shows them as they were.
+        data = {"call": pick.option.name, "args": args, "options": menu.names, "attempts": attempts}
+        record = JournalRecord(
+            key=key, kind="pick", fingerprint=fingerprint, actor=actor, data=data
+        )
+        self.spending.counts.transitions += 1
+        if actor == "human":
+            await self.journal.write(record)
+            return
+        # A model's pick is re-derived from its journaled reply when lost, so it need not be
+        # on disk before the flow moves on: it rides with the next write (same transaction,
+        # same order) instead of costing a commit of its own.
+        self.journal.ride(record)
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    async def step(
+        self, node: Node, fn: object, run: Callable[[], Awaitable[Any]], returns: object
+    ) -> Any:
+        """Return the journaled result of this step, or run it and journal its result."""
+        fingerprint = digest(node.name)
+        record = self.journal.get("step", node.key)
+        if record is not None:
+            check_record(record, fingerprint, node.key, f"the step {node.name!r}")
+            node.data["replayed"] = True
+            return from_json(record.data, returns, what=f"step {node.key!r}")
+        if self.probe:
+            where = self.order.where
+            if where is None or not where.startswith(f"{node.key}/"):
+                await _park()
+            # The failing decision lies inside this unfinished step: go in to reach it.
+            return await run()
+        self.spending.check_live(node.key)
+        result = await run()
+        what = f"the result of step {node.name!r} at {node.key!r}"
+        data = to_json(result, what=what)
+        check_replayable(data, result, returns, what=what)
+        await self.journal.write(
+            JournalRecord(key=node.key, kind="step", fingerprint=fingerprint, data=data)
+        )
+        self.spending.counts.transitions += 1
+        return result
+
+
+def _replay_pick(record: JournalRecord, fingerprint: str, menu: Menu, node: Node) -> Pick:
+    if record.fingerprint != fingerprint:
+        then = record.data.get("options")
+        detail = (
+            f"the menu changed: it offered {then} when journaled and offers {menu.names} now"
+            if then != menu.names
+            else "the prompt or the options' parameters changed since it was journaled"
+        )
+        raise NonDeterminismError(record.key, detail)
+    data = record.data
+    try:
+        pick = validate(RawPick(data["call"], data.get("args"), True, {}), menu)
+    except Failure as failure:
+        raise NonDeterminismError(
+            record.key, f"the journaled pick no longer validates: {failure.message}"
+        ) from None
+    node.data["replayed"] = True
+    node.data["attempts"] = data.get("attempts", 1)
+    if record.actor is not None:
+        node.data["actor"] = record.actor
+    return pick
+
+
+async def _park() -> None:
+    """Wait for good: a probe does no live work, but lets other branches go on replaying."""
+    await anyio.sleep_forever()
+
+
+def _actor(node: Node) -> str:
+    """Who made a live pick: the model at once, a re-pick, or a decision policy's retry."""
+    if node.data.get("retried"):
+        return "retry"
+    return "model" if int(node.data.get("attempts", 1)) == 1 else "repick"
+
+
+def journal_hooks(
+    run_id: str,
+    store: Store,
+    records: list[JournalRecord],
+    *,
+    owner: str | None = None,
+    order: ResumeOrder | None = None,
+    probe: bool = False,
+    guard: Callable[[Model], Model] | None = None,
+    budget: RunBudget | None = None,
+    tokens_before: int = 0,
+    retries_before: Mapping[str, int] | None = None,
+    control: Control | None = None,
+    on_retry: OnRetry | None = None,
+) -> JournalHooks:
+    """Build the hooks of one execution of ``run_id`` over its journal ``records``.
+
+    ``tokens_before`` and ``retries_before`` are what earlier executions spent; ``control``
+    says when the run must stop; the rest as :class:`JournalHooks` and
+    :class:`~._spending.Spending` take them.
+    """
+    spending = Spending(
+        records,
+        budget=budget,
+        tokens_before=tokens_before,
+        retries_before=retries_before,
+        control=control,
+        on_retry=on_retry,
+    )
+    journal = Journal(run_id, store, records, owner=owner, ledger=spending.ledger)
+    return JournalHooks(journal, spending, order=order, probe=probe, guard=guard)
