@@ -97,6 +97,10 @@ class DecisionError(EngineError, ValueError):
         replies: Every raw reply, in order.
         attempts: How many picks were asked for.
         options: The names of the offered options.
+        where: The key of the decision's node in its run, once a run's journal knows it
+            (``None`` outside a run).
+        human_pick: Whether the pick that failed was a person's (``resume(pick=...)``), not
+            the model's.
     """
 
     def __init__(
@@ -107,12 +111,16 @@ class DecisionError(EngineError, ValueError):
         replies: Sequence[str] = (),
         attempts: int = 1,
         options: Sequence[str] = (),
+        where: str | None = None,
+        human_pick: bool = False,
     ) -> None:
         self.kind = kind
         self.detail = detail
         self.replies = list(replies)
         self.attempts = attempts
         self.options = list(options)
+        self.where = where
+        self.human_pick = human_pick
         last = self.replies[-1] if self.replies else ""
         self.reply = last[:REPLY_HEAD]
         self.message = (
