@@ -59,7 +59,7 @@ async def make(
 
     Args:
         prompt: The question; it must ask the model to pick.
-        options: A dict ``{name: handler}`` or a list of options (DECISION-SPEC §2).
+        options: A dict ``{name: handler}`` or a list of options (docs/decisions.md §2).
         runtime: The runtime to ask with; the ambient one by default.
         context: Values for hidden parameters of function options.
         max_retries: Re-picks after a bad reply (0 disables).

@@ -1,4 +1,4 @@
-"""DECISION-SPEC §11: the ambient runtime of agentic functions."""
+"""docs/decisions.md §11: the ambient runtime of agentic functions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DECISION-SPEC §12: what a decision leaves in the trace."""
+"""docs/decisions.md §12: what a decision leaves in the trace."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ core then parses and validates exactly as it does a free-text reply.
 - every object lists all of its properties in ``required`` and sets
   ``additionalProperties: false``;
 - a function option's optional parameter becomes required and nullable, since ``null``
-  means "use the default" (DECISION-SPEC §4); an optional field deeper down (a pydantic
+  means "use the default" (docs/decisions.md §4); an optional field deeper down (a pydantic
   model's field with a default) becomes required as it is, so the model always sends a
   valid value rather than a ``null`` the field would reject;
 - ``const`` becomes a one-value ``enum``, ``oneOf`` becomes ``anyOf``, a one-item ``allOf``
@@ -254,7 +254,7 @@ class _Strict:
         for name, sub in properties.items():
             prop = self.node(sub, depth=depth + 1)
             if args_object and name not in required:
-                prop = _nullable(prop)  # null means "use the default" (DECISION-SPEC §4)
+                prop = _nullable(prop)  # null means "use the default" (docs/decisions.md §4)
             converted[name] = prop
         out["properties"] = converted
         out["required"] = list(converted)

@@ -1,4 +1,4 @@
-"""The menu the model reads (DECISION-SPEC §5), and the menu as JSON Schema choices."""
+"""The menu the model reads (docs/decisions.md §5), and the menu as JSON Schema choices."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Option containers normalised into :class:`Option` records (DECISION-SPEC §2).
+"""Option containers normalised into :class:`Option` records (docs/decisions.md §2).
 
 Dict form ``{name: handler}`` and list form ``[item, ...]`` both come out as one tuple of
 options, each with a name, a kind, a description and its model-visible fields. Callable

@@ -1,4 +1,4 @@
-"""One option's block of the menu text (DECISION-SPEC §5)."""
+"""One option's block of the menu text (docs/decisions.md §5)."""
 
 from __future__ import annotations
 

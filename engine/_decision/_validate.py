@@ -1,6 +1,6 @@
 """Validation of a pick against the menu, and binding of a function option's arguments.
 
-Checks run in the order of DECISION-SPEC §7 and the first failure is reported. The model
+Checks run in the order of docs/decisions.md §7 and the first failure is reported. The model
 can only fill model-visible fields: runtime-class parameters always get the runtime, hidden
 ones come from the context (or their default), and whatever the model sends for them is
 dropped.

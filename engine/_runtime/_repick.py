@@ -1,4 +1,4 @@
-"""The conversational re-pick: ask for a pick until one validates (DECISION-SPEC §8).
+"""The conversational re-pick: ask for a pick until one validates (docs/decisions.md §8).
 
 A failed pick is asked again in the same conversation: the original request, the failed
 reply as the assistant's turn, then a user turn with the problem, the menu and the

@@ -1,4 +1,4 @@
-"""Resolution of a validated pick into the result of the next step (DECISION-SPEC §9)."""
+"""Resolution of a validated pick into the result of the next step (docs/decisions.md §9)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ async def resolve(
     parent: Node | None = None,
     on_retry: OnRetry | None = None,
 ) -> Any:
-    """Resolve a validated pick into the result of the next step (DECISION-SPEC §9).
+    """Resolve a validated pick into the result of the next step (docs/decisions.md §9).
 
     A function option declared retryable (``@agentic_function(retry=...)``) runs under its
     step policy; any other runs once.

@@ -1,6 +1,6 @@
 """Enforced picks: the menu compiled to one JSON Schema, and its OpenAI strict form.
 
-Every option form of DECISION-SPEC §2 is compiled; each strict schema is checked against the
+Every option form of docs/decisions.md §2 is compiled; each strict schema is checked against the
 subset OpenAI's strict mode accepts (the checker below), and values drawn from each schema
 are picks the decision core accepts.
 """

@@ -1,4 +1,4 @@
-"""DECISION-SPEC §1: two entry points, one resolver."""
+"""docs/decisions.md §1: two entry points, one resolver."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Examples for reply extraction, one group per rule of DECISION-SPEC §6."""
+"""Examples for reply extraction, one group per rule of docs/decisions.md §6."""
 
 from __future__ import annotations
 

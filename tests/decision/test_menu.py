@@ -1,4 +1,4 @@
-"""DECISION-SPEC §5: the menu text, line by line."""
+"""docs/decisions.md §5: the menu text, line by line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DECISION-SPEC §2: option containers, dict form and list form."""
+"""docs/decisions.md §2: option containers, dict form and list form."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DECISION-SPEC §4: function options, their parameters, types and injected values."""
+"""docs/decisions.md §4: function options, their parameters, types and injected values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DECISION-SPEC §8: re-pick in the same conversation, and DecisionError."""
+"""docs/decisions.md §8: re-pick in the same conversation, and DecisionError."""
 
 from __future__ import annotations
 

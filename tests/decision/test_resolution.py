@@ -1,4 +1,4 @@
-"""DECISION-SPEC §9: a pick resolves into the result of the next step."""
+"""docs/decisions.md §9: a pick resolves into the result of the next step."""
 
 from __future__ import annotations
 

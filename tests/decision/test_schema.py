@@ -1,4 +1,4 @@
-"""DECISION-SPEC §3: the schema language of schema options."""
+"""docs/decisions.md §3: the schema language of schema options."""
 
 from __future__ import annotations
 

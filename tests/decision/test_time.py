@@ -1,4 +1,4 @@
-"""DECISION-SPEC §10: ``timeout_s`` is one deadline over the turn and every re-pick."""
+"""docs/decisions.md §10: ``timeout_s`` is one deadline over the turn and every re-pick."""
 
 from __future__ import annotations
 

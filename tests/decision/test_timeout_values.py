@@ -1,4 +1,4 @@
-"""DECISION-SPEC §10: ``timeout_s`` is a number of seconds > 0, or ``None`` for no deadline."""
+"""docs/decisions.md §10: ``timeout_s`` is a number of seconds > 0, or ``None`` for no deadline."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DECISION-SPEC §7: validation order, failure kinds and path-named messages."""
+"""docs/decisions.md §7: validation order, failure kinds and path-named messages."""
 
 from __future__ import annotations
 
