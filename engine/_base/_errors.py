@@ -259,8 +259,6 @@ class CircuitOpenError(ProviderUnavailableError):
     reason ``provider_unavailable``, to be resumed once the provider is back.
     """
 
-    breaker_open = True
-
     def __init__(self, provider: str, *, retry_in_s: float) -> None:
         self.retry_in_s = retry_in_s
         super().__init__(

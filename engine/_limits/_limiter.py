@@ -116,12 +116,11 @@ class _Window:
 class Ticket:
     """One admitted call: its window entries, and whether it holds an in-flight slot."""
 
-    __slots__ = ("estimate", "slot", "tokens")
+    __slots__ = ("slot", "tokens")
 
     def __init__(self) -> None:
         self.slot = False
         self.tokens: _Entry | None = None
-        self.estimate = 0
 
 
 class ModelLimiter:
@@ -204,7 +203,6 @@ class ModelLimiter:
             self._requests.add(now, 1)
         if self._tokens is not None:
             ticket.tokens = self._tokens.add(now, need)
-            ticket.estimate = need
 
     def _wait_s(self, need: int, now: float) -> float:
         wait = self.paused_until - now if self.paused_until else 0.0

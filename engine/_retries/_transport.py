@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from engine._base import Node
     from engine.models import Model, Request, Response
 
-__all__ = ["Transport", "complete", "transport_policy"]
+__all__ = ["Transport"]
 
 
 _DEFAULT = transport_policy()
@@ -68,18 +68,6 @@ class Transport:
         # The slow path: only a failed call pays for the policy.
         retries = _Retries(model, request, self.node, self.on_retry)
         return await retries.run((self.policy or _DEFAULT).copy(), first)
-
-
-async def complete(
-    model: Model,
-    request: Request,
-    *,
-    policy: AsyncRetrying | None = None,
-    node: Node | None = None,
-    on_retry: OnRetry | None = None,
-) -> Response:
-    """Answer ``request`` with ``model``, retrying transport failures under ``policy``."""
-    return await Transport(policy, node, on_retry)(model, request)
 
 
 class _Retries:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import anyio
 import pytest
+from tenacity import AsyncRetrying
 
 from engine import (
     AuthenticationError,
@@ -17,9 +18,21 @@ from engine import (
     Runtime,
     Trace,
     decision,
+    transport_policy,
 )
-from engine._retries._transport import complete, transport_policy
-from engine.models import Message, Request, Response, ScriptedModel
+from engine._retries import OnRetry, Transport
+from engine.models import Message, Model, Request, Response, ScriptedModel
+
+
+async def complete(
+    model: Model,
+    request: Request,
+    *,
+    policy: AsyncRetrying | None = None,
+    on_retry: OnRetry | None = None,
+) -> Response:
+    """Answer ``request`` with ``model`` through layer 0 alone, retrying under ``policy``."""
+    return await Transport(policy, None, on_retry)(model, request)
 
 
 class Flaky:
