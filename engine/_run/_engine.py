@@ -16,11 +16,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from engine._base import Flow, RunConflictError, log
+from engine._base import (
+    ENDED_IN_ERROR,
+    STATUSES,
+    UNFINISHED,
+    Flow,
+    RunConflictError,
+    RunNotFoundError,
+    log,
+)
 from engine._limits import CircuitBreaker, ModelLimits, ProviderGuard
 from engine._retries import OnRetry, RetryEvent, RunBudget, retry_run
 from engine._run._batch import DEFAULT_CONCURRENCY, Batch, OnProgress
@@ -44,8 +52,7 @@ __all__ = ["Engine"]
 
 Inputs = Iterable[Any] | AsyncIterable[Any]
 _NO_LIMIT: AbstractAsyncContextManager[object] = nullcontext()
-_ORPHANABLE: tuple[RunStatus, ...] = ("queued", "running")
-_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+_ORPHANABLE: tuple[RunStatus, ...] = tuple(s for s in STATUSES if s in UNFINISHED)
 _DEFAULT_BREAKER = CircuitBreaker()
 
 
@@ -312,9 +319,9 @@ class Engine:
         Raises:
             ValueError: ``status`` is not a run status.
         """
-        if status is not None and status not in _STATUSES:
+        if status is not None and status not in STATUSES:
             raise ValueError(
-                f"status must be one of {', '.join(_STATUSES)} (or None for every run), "
+                f"status must be one of {', '.join(STATUSES)} (or None for every run), "
                 f"got {status!r}"
             )
         return await self.store.list_runs(status=status)
@@ -360,14 +367,14 @@ class Engine:
         menu. Completed steps and journaled model calls are replayed, not redone.
 
         Raises:
-            KeyError: Unknown run id.
+            RunNotFoundError: Unknown run id (a ``KeyError``).
             LookupError: The flow cannot be found; pass ``flow=``.
             DecisionError: ``pick`` is invalid; the stored run is left exactly as it was.
             RunConflictError: Another worker holds the run, or won the race to resume it.
         """
         run = await self.store.get_run(run_id)
         if run is None:
-            raise KeyError(f"unknown run {run_id!r}")
+            raise RunNotFoundError(run_id)
         if run.status == "completed":
             return run
         fn = self._flows.find(run.flow, flow)
@@ -446,7 +453,7 @@ class Engine:
         returned as it is.
 
         Raises:
-            KeyError: Unknown run id.
+            RunNotFoundError: Unknown run id (a ``KeyError``).
             RunConflictError: The run is running under another owner.
         """
         return await cancel_run(self._executor, run_id)
@@ -477,7 +484,7 @@ class Engine:
         The policy gives way to anything that touched the run while it waited (a cancel, a
         resume by hand, another worker) and to a shutdown, which also ends its wait.
         """
-        if self.run_policy is None or run.status not in ("suspended", "failed"):
+        if self.run_policy is None or run.status not in ENDED_IN_ERROR:
             return run
 
         async def resume(stopped: Run, event: RetryEvent) -> Run:

@@ -28,17 +28,20 @@ from engine._base import (
     Flow,
     RunConflictError,
     Trace,
+    claim,
     current_node,
     current_run_id,
     current_runtime,
     failed_at,
     log,
+    release,
 )
 from engine._retries import OnRetry, RunBudget, current_ledger
 from engine._run._flows import decode_input
-from engine._run._journal import JournalHooks, ProbeDone, ResumeOrder
+from engine._run._hooks import JournalHooks, journal_hooks
 from engine._run._leases import Halt, Holder, Leases, lease_expired
-from engine._run._outcome import Outcome, verdict
+from engine._run._order import ProbeDone, ResumeOrder
+from engine._run._outcome import Outcome, log_end, verdict
 from engine._runtime import Runtime, current_hooks
 from engine.models import Model
 from engine.store import Run, RunErrorInfo, RunStatus, Store, TokenUsage
@@ -46,15 +49,8 @@ from engine.store import Run, RunErrorInfo, RunStatus, Store, TokenUsage
 __all__ = ["Executor", "lease_expired"]
 
 Guard = Callable[[Model], Model]
-_RESUMABLE: frozenset[str] = frozenset({"suspended", "failed", "cancelled", "queued"})
 # How long a probe may replay before the resume goes on without it (a replay calls nothing).
 _PROBE_S = 30.0
-_EVENTS: dict[str, str] = {
-    "completed": "run_completed",
-    "suspended": "run_suspended",
-    "failed": "run_failed",
-    "cancelled": "run_cancelled",
-}
 
 
 class Executor:
@@ -98,7 +94,7 @@ class Executor:
             DecisionError: The pick does not validate against the decision's menu.
         """
         journal = await self.store.load_journal(run.run_id)
-        hooks = JournalHooks(run.run_id, self.store, journal, order=order, probe=True)
+        hooks = journal_hooks(run.run_id, self.store, journal, order=order, probe=True)
         with anyio.move_on_after(_PROBE_S):
             try:
                 await self.call_flow(flow, run, hooks, Trace())
@@ -152,7 +148,7 @@ class Executor:
             run = await self.claim(run)
         records = await self.store.load_journal(run.run_id) if journal else []
         holder = Holder(run, self.halt)
-        hooks = JournalHooks(
+        hooks = journal_hooks(
             run.run_id,
             self.store,
             records,
@@ -206,7 +202,7 @@ class Executor:
             holder.scope = scope
             try:
                 if hooks.order.retry is not None:
-                    await hooks.ledger.note(hooks.order.retry)  # a run policy's resume
+                    await hooks.spending.ledger.note(hooks.order.retry)  # a run policy's resume
                 if self.leases.shared:  # a batch renewer keeps this run's lease alive
                     outcome.value = await self.call_flow(flow, holder.run, hooks, trace)
                 else:
@@ -265,7 +261,7 @@ class Executor:
             current_node.set(root),
             current_runtime.set(self.runtime),
             current_run_id.set(run.run_id),
-            current_ledger.set(hooks.ledger),
+            current_ledger.set(hooks.spending.ledger),
         )
         status = "ok"  # the run node's status in the stored trace says how the run ended
         try:
@@ -304,19 +300,8 @@ class Executor:
                 f"run {run.run_id!r} is held by {run.owner!r} until its lease runs out",
                 run_id=run.run_id,
             )
-        if run.status not in _RESUMABLE and run.status != "running":
-            raise RunConflictError(f"run {run.run_id!r} is {run.status}", run_id=run.run_id)
-        resumed = run.status != "queued"
-        update = {
-            "status": "running",
-            "owner": self.owner,
-            "lease_expires_at": now + self.lease_s,
-            "started_at": run.started_at or now,
-            "resumes": run.resumes + int(resumed),
-        }
-        claimed = await self.store.update_run(
-            run.model_copy(update=update), expected_version=run.version
-        )
+        taken = claim(run, owner=self.owner, lease_expires_at=now + self.lease_s, now=now)
+        claimed = await self.store.update_run(taken, expected_version=run.version)
         if claimed is None:
             raise RunConflictError(
                 f"run {run.run_id!r} was changed by another worker while this one tried to "
@@ -329,7 +314,7 @@ class Executor:
         self, hooks: JournalHooks, final: Run, version: int, trace: Trace
     ) -> Run | None:
         """Write the run's outcome, its last journal records and its trace in one transaction."""
-        records = hooks.take_pending()
+        records = hooks.journal.take_pending()
         exported = trace.to_dict()
         stored = await self.store.finish_run(
             final, expected_version=version, records=records, trace=exported
@@ -348,7 +333,7 @@ class Executor:
         async with holder.lock:
             run = holder.run
             status, result, error = verdict(outcome, run.flow)
-            final = run.model_copy(update=_final_update(run, hooks, holder, status, result, error))
+            final = _final(run, hooks, holder, status, result, error)
             stored = await self._write_final(hooks, final, run.version, trace)
             if stored is None:
                 raise RunConflictError(
@@ -357,38 +342,35 @@ class Executor:
                     run_id=run.run_id,
                 )
             holder.run = stored
-        if error is None:
-            log.info(_EVENTS[status], run_id=run.run_id, flow=run.flow)
-        else:
-            log.info(_EVENTS[status], run_id=run.run_id, flow=run.flow, kind=error.kind)
+        log_end(run, status, error)
         return stored
 
 
-def _final_update(
+def _final(
     run: Run,
     hooks: JournalHooks,
     holder: Holder,
     status: RunStatus,
     result: Any,
     error: RunErrorInfo | None,
-) -> dict[str, Any]:
-    counts = hooks.counts
-    return {
-        "status": status,
-        "result": result,
-        "error": error,
-        "owner": None,
-        "lease_expires_at": None,
-        "finished_at": time.time(),
-        "usage": TokenUsage(
+) -> Run:
+    """The run as it ended: its outcome, with this execution's counts added to its own."""
+    counts = hooks.spending.counts
+    return release(
+        run,
+        status,
+        error=error,
+        finished_at=time.time(),
+        result=result,
+        usage=TokenUsage(
             input_tokens=run.usage.input_tokens + counts.input_tokens,
             output_tokens=run.usage.output_tokens + counts.output_tokens,
         ),
-        "transitions": run.transitions + counts.transitions,
-        "model_calls": run.model_calls + counts.model_calls,
-        "retries": dict(hooks.ledger.counts),
-        "active_s": run.active_s + (time.monotonic() - holder.started),
-    }
+        transitions=run.transitions + counts.transitions,
+        model_calls=run.model_calls + counts.model_calls,
+        retries=dict(hooks.spending.ledger.counts),
+        active_s=run.active_s + (time.monotonic() - holder.started),
+    )
 
 
 def _is_async(flow: Flow) -> bool:
@@ -398,7 +380,7 @@ def _is_async(flow: Flow) -> bool:
 
 
 def _rejects_human_pick(exc: BaseException) -> bool:
-    return isinstance(exc, DecisionError) and getattr(exc, "human_pick", False)
+    return isinstance(exc, DecisionError) and exc.human_pick
 
 
 def _found(exc: BaseException, match: Callable[[BaseException], bool]) -> BaseException | None:

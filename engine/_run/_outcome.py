@@ -27,14 +27,23 @@ from engine._base import (
     CircuitOpenError,
     DecisionError,
     RunStopped,
+    log,
     mask_secrets,
     to_json,
 )
-from engine.store import RunErrorInfo, RunStatus
+from engine.store import Run, RunErrorInfo, RunStatus
 
-__all__ = ["Outcome", "failure", "verdict"]
+__all__ = ["Outcome", "failure", "log_end", "verdict"]
 
-_STOPPED: dict[str, str] = {
+#: The log event of each way a run ends.
+_EVENTS: dict[RunStatus, str] = {
+    "completed": "run_completed",
+    "suspended": "run_suspended",
+    "failed": "run_failed",
+    "cancelled": "run_cancelled",
+}
+#: What a run cut short by the engine says, by the reason it was cut.
+_CUT: dict[str, str] = {
     "cancelled": "the run was cancelled before it finished; resume it to go on from its journal",
     "shutdown": (
         "the process was shut down (SIGINT or SIGTERM) before the run finished; resume it to "
@@ -105,7 +114,7 @@ def _stopped(outcome: Outcome) -> Verdict:
             "from its journal"
         )
     else:
-        message = _STOPPED.get(reason, _STOPPED["cancelled"])
+        message = _CUT.get(reason, _CUT["cancelled"])
     return "cancelled", None, RunErrorInfo(kind=reason, message=message)
 
 
@@ -133,3 +142,11 @@ def failure(exc: BaseException, where: str | None = None) -> RunErrorInfo:
         where=where or getattr(exc, "key", None),
         traceback=mask_secrets("".join(traceback.format_exception(exc))),
     )
+
+
+def log_end(run: Run, status: RunStatus, error: RunErrorInfo | None) -> None:
+    """Log how ``run`` ended: its ``run_<status>`` event, with the error's kind if any."""
+    if error is None:
+        log.info(_EVENTS[status], run_id=run.run_id, flow=run.flow)
+    else:
+        log.info(_EVENTS[status], run_id=run.run_id, flow=run.flow, kind=error.kind)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from engine._base import RunConflictError, log
+from engine._base import CANCELLABLE, RunConflictError, RunNotFoundError, log, release
 from engine._run._leases import lease_expired
 from engine.store import Run, RunErrorInfo
 
@@ -23,14 +23,12 @@ if TYPE_CHECKING:
 
 __all__ = ["cancel_run", "shutdown"]
 
-_CANCELLABLE: frozenset[str] = frozenset({"suspended", "failed", "queued", "running"})
-
 
 async def cancel_run(executor: Executor, run_id: str) -> Run:
     """Cancel one run: in flight here it stops now; stopped, it is marked ``cancelled``.
 
     Raises:
-        KeyError: Unknown run id.
+        RunNotFoundError: Unknown run id (a ``KeyError``).
         RunConflictError: The run is running under another owner.
     """
     holder = executor.holders.get(run_id)
@@ -41,13 +39,13 @@ async def cancel_run(executor: Executor, run_id: str) -> Run:
     store = executor.store
     run = await store.get_run(run_id)
     if run is None:
-        raise KeyError(f"unknown run {run_id!r}")
+        raise RunNotFoundError(run_id)
     if run.status == "running" and not lease_expired(run):
         raise RunConflictError(
             f"run {run_id!r} is running under owner {run.owner!r}; cancel it there",
             run_id=run_id,
         )
-    if run.status not in _CANCELLABLE:
+    if run.status not in CANCELLABLE:
         return run  # completed, or cancelled already
     # A suspended run keeps what a person needs to see of the decision it stopped at.
     was = run.error if run.status == "suspended" else None
@@ -58,8 +56,9 @@ async def cancel_run(executor: Executor, run_id: str) -> Run:
         options=was.options if was is not None else None,
         replies=was.replies if was is not None else None,
     )
-    update = {"status": "cancelled", "error": error, "owner": None, "lease_expires_at": None}
-    stored = await store.update_run(run.model_copy(update=update), expected_version=run.version)
+    # It keeps when it finished, if it had (a queued run never did).
+    cancelled = release(run, "cancelled", error=error, finished_at=run.finished_at)
+    stored = await store.update_run(cancelled, expected_version=run.version)
     if stored is None:
         raise RunConflictError(f"run {run_id!r} changed while it was cancelled", run_id=run_id)
     return stored

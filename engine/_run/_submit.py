@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from engine._base import RunConflictError, log
+from engine._base import STOPPED, RunConflictError, RunNotFoundError, log
 from engine._run._flows import FLOWS, encode_input
 from engine._run._pacing import check_run_id
 from engine._run._queue import make_job, queue_app
@@ -29,7 +29,6 @@ __all__ = ["DEFAULT_QUEUE", "postgres", "request_resume", "submit"]
 #: The queue runs go to unless ``submit`` names another.
 DEFAULT_QUEUE = "engine"
 _CHUNK = 500
-_RESUMABLE = frozenset({"suspended", "failed", "cancelled"})
 
 
 async def submit(
@@ -109,15 +108,15 @@ async def request_resume(
     an invalid one leaves the run as it was.
 
     Raises:
-        KeyError: Unknown run id.
+        RunNotFoundError: Unknown run id (a ``KeyError``).
         ValueError: The run is not suspended, failed or cancelled (a pick needs suspended).
         RunConflictError: A job for this run is already waiting.
     """
     pg = postgres(store)
     run = await pg.get_run(run_id)
     if run is None:
-        raise KeyError(f"unknown run {run_id!r}")
-    if run.status not in _RESUMABLE or (pick is not None and run.status != "suspended"):
+        raise RunNotFoundError(run_id)
+    if run.status not in STOPPED or (pick is not None and run.status != "suspended"):
         needs = "suspended" if pick is not None else "suspended, failed or cancelled"
         raise ValueError(f"run {run_id!r} is {run.status}; only a {needs} run can be resumed so")
     queue, priority, lock = await pg.load_dispatch(run_id) or (DEFAULT_QUEUE, 0, None)
@@ -165,5 +164,5 @@ def _lock(run: Run, max_concurrency: int | None) -> str | None:
 async def _stored(store: PostgresStore, run_id: str) -> Run:
     run = await store.get_run(run_id)
     if run is None:
-        raise KeyError(f"run {run_id!r} was deleted while being submitted")
+        raise RunNotFoundError(run_id, detail="it was deleted while being submitted")
     return run

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from engine._base import DecisionError, RunConflictError, log
+from engine._base import (
+    ENDED_BY_FLOW,
+    UNFINISHED,
+    DecisionError,
+    RunConflictError,
+    log,
+    release,
+)
 from engine._run import (
     FLOWS,
     TASK,
@@ -38,8 +45,6 @@ if TYPE_CHECKING:
     from procrastinate.app import WorkerOptions
 
 __all__ = ["worker"]
-
-_STOPPED = frozenset({"completed", "suspended", "failed"})
 
 
 async def worker(
@@ -114,8 +119,8 @@ async def _execute(
     if run is None:
         log.warning("job_without_run", run_id=run_id)  # deleted since it was queued
         return
-    if order is None and run.status in _STOPPED:
-        return  # a late duplicate of a job that already ran
+    if order is None and run.status in ENDED_BY_FLOW:
+        return  # a late duplicate of a job that already ran (a cancelled run goes on)
     _check_lease(run, engine.owner)
     try:
         FLOWS.find(run.flow)  # what engine.resume would look up, before it touches the run
@@ -131,7 +136,7 @@ async def _execute(
     except RunConflictError:
         # Lost a race: another worker claimed the run, or took it over from this one.
         latest = await engine.get(run_id)
-        if latest is None or latest.status in _STOPPED:
+        if latest is None or latest.status in ENDED_BY_FLOW:
             return  # and finished it
         _check_lease(latest, engine.owner)  # still theirs: look again when the lease ends
         raise
@@ -152,17 +157,10 @@ async def _flow_missing(engine: Engine, run: Run, exc: LookupError) -> None:
         f"`engine submit --resume {run.run_id}`"
     )
     log.warning("flow_not_importable", run_id=run.run_id, flow=run.flow, reason=str(exc))
-    if run.status not in ("queued", "running"):
+    if run.status not in UNFINISHED:
         return
-    failed = run.model_copy(
-        update={
-            "status": "failed",
-            "error": RunErrorInfo(kind="LookupError", message=message),
-            "owner": None,
-            "lease_expires_at": None,
-            "finished_at": time.time(),
-        }
-    )
+    error = RunErrorInfo(kind="LookupError", message=message)
+    failed = release(run, "failed", error=error, finished_at=time.time())
     if await engine.store.update_run(failed, expected_version=run.version) is None:
         log.info("flow_not_importable_run_moved", run_id=run.run_id)  # another worker has it
 
