@@ -12,6 +12,7 @@ from engine import (
     AuthenticationError,
     BadRequestError,
     ModelTimeoutError,
+    Node,
     ProviderUnavailableError,
     RateLimitError,
     RetryEvent,
@@ -29,10 +30,11 @@ async def complete(
     request: Request,
     *,
     policy: AsyncRetrying | None = None,
+    node: Node | None = None,
     on_retry: OnRetry | None = None,
 ) -> Response:
     """Answer ``request`` with ``model`` through layer 0 alone, retrying under ``policy``."""
-    return await Transport(policy, None, on_retry)(model, request)
+    return await Transport(policy, node, on_retry)(model, request)
 
 
 class Flaky:
