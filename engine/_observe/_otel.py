@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine._base import STOPPED, RunNotFoundError
 from engine.store import Run, Store
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ Node = Mapping[str, Any]
 _NS = 1_000_000_000
 _OK = frozenset({"ok", "running"})
 _MODEL_KINDS = frozenset({"model_call", "repick"})
-_STOPPED = frozenset({"suspended", "failed", "cancelled"})
 
 
 def export_trace(
@@ -110,11 +110,11 @@ async def export_run(store: Store, run_id: str, *, tracer: Tracer | None = None)
     """Export the stored trace of one run; return the number of spans (0 without a trace).
 
     Raises:
-        KeyError: The store holds no run with this id.
+        RunNotFoundError: The store holds no run with this id (a ``KeyError``).
     """
     run = await store.get_run(run_id)
     if run is None:
-        raise KeyError(f"unknown run {run_id!r}")
+        raise RunNotFoundError(run_id)
     trace = await store.load_trace(run_id)
     if trace is None:
         return 0
@@ -192,7 +192,7 @@ def _describe_run(span: Span, run: Run) -> None:
             "gen_ai.usage.output_tokens": run.usage.output_tokens,
         }
     )
-    if run.status in _STOPPED:
+    if run.status in STOPPED:  # finished short of completing: the span is an error
         kind = run.error.kind if run.error is not None else run.status
         span.set_status(Status(StatusCode.ERROR, f"{run.status}: {kind}"))
 

@@ -35,6 +35,7 @@ from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
 from engine._base import (
+    ENDED_IN_ERROR,
     BudgetExceededError,
     CircuitOpenError,
     DecisionError,
@@ -227,7 +228,7 @@ def run_policy(
     def stopped(run: object) -> bool:
         error = getattr(run, "error", None)
         status = getattr(run, "status", None)
-        return status in ("suspended", "failed") and getattr(error, "kind", "") in kinds
+        return status in ENDED_IN_ERROR and getattr(error, "kind", "") in kinds
 
     return AsyncRetrying(
         retry=retry_if_result(stopped),

@@ -1,12 +1,11 @@
-"""Many runs of one flow at once, handed back as they finish, with flat memory.
+"""Many runs at once, handed back as they finish, with flat memory.
 
-A :class:`Batch` pulls its inputs one at a time (a list, a generator, a file's lines, an
-async iterator: never all of them at once), keeps at most ``concurrency`` runs in flight,
-and passes each finished run through a bounded stream, so a slow reader holds back the
-runs, which hold back the inputs. Each run has an optional timeout; :meth:`Batch.cancel`
-stops the batch and cancels the runs in flight, each recorded ``cancelled`` with its
-journal intact, so that a resume continues it. With ``handle_signals``, SIGINT or SIGTERM
-shuts the engine down gracefully (see :meth:`Engine.shutdown <engine.Engine.shutdown>`).
+A :class:`Batch` pulls its inputs one at a time (see :mod:`._batch_inputs`), keeps at most
+``concurrency`` runs in flight, and passes each finished run through a bounded stream, so a
+slow reader holds back the runs, which hold back the inputs. :meth:`Batch.cancel` stops the
+batch and cancels the runs in flight, each recorded ``cancelled`` with its journal intact, so
+that a resume continues it. With ``handle_signals``, SIGINT or SIGTERM shuts the engine down
+gracefully (see :meth:`Engine.shutdown <engine.Engine.shutdown>`).
 
 The batch's tasks live in a task group the batch enters and leaves with ``async with``, so
 leaving the block early (``break``, an exception) stops the batch in the task that started
@@ -25,128 +24,105 @@ import dataclasses
 import signal
 import threading
 import time
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterable,
-    AsyncIterator,
-    Callable,
-    Iterable,
-    Iterator,
-)
-from contextlib import aclosing
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from engine._base import Flow, log
+from engine._base import log
+from engine._run._batch_inputs import Feed, Inputs
+from engine._run._batch_progress import BatchProgress
+from engine._run._leases import Leases
 from engine._run._pacing import PACING, RUN_IDS, check_run_id
-from engine.store import Run
+from engine._run._stopping import Stops
+from engine.store import Run, Store
 
-if TYPE_CHECKING:
-    from engine._run._engine import Engine
-
-__all__ = ["DEFAULT_CONCURRENCY", "Batch", "BatchProgress"]
+__all__ = ["DEFAULT_CONCURRENCY", "Batch", "BatchProgress", "OnError", "OnProgress", "StartRun"]
 
 #: Runs of a batch in flight at once when neither the batch nor the engine says.
 DEFAULT_CONCURRENCY = 100
 
-Inputs = Iterable[Any] | AsyncIterable[Any]
-OnProgress = Callable[["BatchProgress"], object]
-
-
-@dataclass(slots=True)
-class BatchProgress:
-    """Where a batch stands: what started, what is in flight, how runs ended, what they cost.
-
-    Attributes:
-        started: Runs started (or found stored already, for an existing ``run_id``).
-        in_flight: Runs started and not finished.
-        completed: Runs that completed.
-        suspended: Runs suspended (a decision, a budget, an unavailable provider).
-        failed: Runs that failed.
-        cancelled: Runs cancelled (a timeout, a cancel, a shutdown).
-        tokens: Tokens spent by the finished runs.
-        model_calls: Model calls made by the finished runs.
-        elapsed_s: Seconds since the batch started.
-    """
-
-    started: int = 0
-    in_flight: int = 0
-    completed: int = 0
-    suspended: int = 0
-    failed: int = 0
-    cancelled: int = 0
-    tokens: int = 0
-    model_calls: int = 0
-    elapsed_s: float = 0.0
-
-    @property
-    def done(self) -> int:
-        """Runs finished, whatever their status."""
-        return self.completed + self.suspended + self.failed + self.cancelled
-
-    def count(self, run: Run) -> None:
-        """Count one finished run."""
-        if run.status in ("completed", "suspended", "failed", "cancelled"):
-            setattr(self, run.status, getattr(self, run.status) + 1)
-        self.tokens += run.usage.total_tokens
-        self.model_calls += run.model_calls
+#: Starts (or resumes) the run of one input under the run id given; returns it as it ended.
+StartRun = Callable[[Any, str], Awaitable[Run]]
+OnProgress = Callable[[BatchProgress], object]
+#: Called with an input, its run id (``None`` when it has no valid one) and the error.
+OnError = Callable[[Any, str | None, Exception], object]
 
 
 class Batch:
-    """Runs of ``flow`` over ``inputs``, handed back as they finish.
+    """Runs over ``inputs``, handed back as they finish.
 
-    Use it as ``async with engine.as_completed(flow, inputs) as runs: async for run in runs``.
-    Leaving the block before the last run cancels the runs still in flight (each is
-    recorded ``cancelled`` and resumes) and starts no more.
+    Use it as ``async with engine.as_completed(flow, inputs) as runs: async for run in runs``
+    (or :meth:`Engine.resume_as_completed <engine.Engine.resume_as_completed>`). Leaving the
+    block before the last run cancels the runs still in flight (each is recorded
+    ``cancelled`` and resumes) and starts no more.
+
+    The engine builds its batches; the constructor takes what a batch needs of it.
+
+    Args:
+        inputs: Any iterable or async iterable, read one item at a time as slots free up.
+        start: Starts (or resumes) the run of one input under the run id given, and returns
+            it as stored when it ended (an existing run id: as found).
+        store: Where the runs live: a run cut before it was under way is read back from it.
+        leases: The runs in flight here (a cut stops them through it) and their leases,
+            which the batch renews together while it runs.
+        stops: The engine's stopping: a shutdown stops the batch, and a signal (with
+            ``handle_signals``) starts one.
+        concurrency: Runs of this batch in flight at most.
+        run_id: A function of the input giving its run id; random ids otherwise.
+        progress: Called with a copy of the :class:`BatchProgress` at each start and end.
+        on_error: Called with ``(input, run_id, error)`` when an input's run cannot start
+            (its run id is not a non-empty string, it is not JSON, its resume is refused);
+            the batch goes on without it. Without ``on_error``, that error stops the batch
+            and is raised as it is. An error of the inputs themselves always stops it.
+        handle_signals: On SIGINT or SIGTERM, shut the engine down gracefully (a second
+            signal cuts the grace period short).
+        grace_s: The grace period of a shutdown that a signal starts.
     """
 
     def __init__(
         self,
-        engine: Engine,
-        flow: Flow,
         inputs: Inputs,
+        start: StartRun,
         *,
-        concurrency: int,
+        store: Store,
+        leases: Leases,
+        stops: Stops,
+        concurrency: int = DEFAULT_CONCURRENCY,
         run_id: Callable[[Any], str] | None = None,
-        timeout_s: float | None = None,
         progress: OnProgress | None = None,
+        on_error: OnError | None = None,
         handle_signals: bool = False,
-        grace_s: float | None = None,
+        grace_s: float = 10.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
-        self.engine = engine
-        self.flow = flow
-        self.inputs = inputs
         self.concurrency = concurrency
         self.run_id = run_id
-        self.timeout_s = timeout_s
-        self.on_progress = progress
         self.handle_signals = handle_signals
         self.grace_s = grace_s
         self.progress = BatchProgress()
         #: Whether the batch was cancelled or shut down before it started every input.
         self.interrupted = False
+        self._start = start
+        self._store = store
+        self._leases = leases
+        self._stops = stops
+        self._on_progress = progress
+        self._on_error = on_error
+        self._inputs = Feed(inputs)
         self._t0 = time.monotonic()
         self._scopes: dict[int, tuple[str, anyio.CancelScope]] = {}
         self._background_scope = anyio.CancelScope()
-        # The feed: its workers, how many there are and run, the inputs read so far, and why
-        # it stopped taking inputs.
+        # The workers: how many there are and how many run, and why they stopped.
         self._pool: TaskGroup
         self._workers = 0
         self._busy = 0
-        self._index = 0
-        self._stopped = False
-        self._exhausted = False
         self._failed: Exception | None = None
-        self._reading = anyio.Lock()
-        self._fetch: anyio.CancelScope | None = None
         self._finished = False
         self._tg: TaskGroup | None = None
         #: Where runs go instead of the stream when the whole batch is collected at once.
@@ -164,8 +140,8 @@ class Batch:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         PACING.enter()
-        self.engine._executor.leases.shared += 1  # one renewer keeps the batch's leases alive
-        self.engine._batches.add(self)
+        self._leases.share()  # one renewer (renew_all, below) keeps the batch's leases alive
+        self._stops.open(self)
         self._tg.start_soon(self._background)
         self._tg.start_soon(self._feed)
         return self
@@ -196,8 +172,8 @@ class Batch:
                 raise
         finally:
             PACING.exit()
-            self.engine._executor.leases.shared -= 1
-            self.engine._batches.discard(self)
+            self._leases.unshare()
+            self._stops.close(self)
 
     def __aiter__(self) -> AsyncIterator[Run]:
         return self._runs()
@@ -221,7 +197,7 @@ class Batch:
         async for pair in self._receive:
             yield pair
 
-    async def _collect(self) -> list[Run]:
+    async def collect(self) -> list[Run]:
         """Run the whole batch and return its runs in input order (``run_many``).
 
         The runs are kept as they finish instead of passing one by one through the stream.
@@ -242,15 +218,11 @@ class Batch:
 
     def stop_feeding(self) -> None:
         """Start no more runs; those in flight go on."""
-        if self._stopped:
-            return
-        self._stopped = True
-        if self._fetch is not None:
-            self._fetch.cancel()  # a read of the inputs under way
+        self._inputs.stop()
 
     def cut(self, reason: str) -> None:
         """Stop every run of the batch still in flight now, recording ``reason``."""
-        holders = self.engine._executor.holders
+        holders = self._leases.holders
         for run_id, scope in list(self._scopes.values()):
             holder = holders.get(run_id)
             if holder is not None:
@@ -263,42 +235,40 @@ class Batch:
     async def _feed(self) -> None:
         # A pool of workers, each running one run at a time and reading the next input when it
         # is free: at most ``concurrency`` runs in flight, with a task per slot, not per run.
-        inputs = self.inputs
-        items = aiter(inputs) if isinstance(inputs, AsyncIterable) else iter(inputs)
-        async with self._send, aclosing(_items(items)) as reader:
+        async with self._send, self._inputs:
             async with anyio.create_task_group() as pool:
                 self._pool = pool
                 self._workers = 1
-                pool.start_soon(self._work, items, reader)
+                pool.start_soon(self._work)
             if self._failed is not None:  # the inputs raised: as it is, not in a group
                 raise self._failed
-            self.interrupted = self._stopped and not self._exhausted and _more(items)
+            self.interrupted = self._inputs.left()
         self._finished = True
 
-    async def _work(self, items: Iterator[Any] | AsyncIterator[Any], reader: Reader) -> None:
+    async def _work(self) -> None:
         """Take inputs and run them one after another until none is left or feeding stops."""
         while True:
             try:
-                taken = await self._take(items, reader)
+                taken = await self._take()
             except Exception as exc:
                 # Stop everything, as if the inputs had raised in the task that reads them.
-                self._failed = exc
-                self._pool.cancel_scope.cancel()
+                self._fail(exc)
                 return
             if taken is None:
                 return
             if self._busy == self._workers - 1 and self._workers < self.concurrency:
                 self._workers += 1  # every other worker is busy: one more takes the next
-                self._pool.start_soon(self._work, items, reader)
+                self._pool.start_soon(self._work)
+            index, item, run_id = taken
+            if run_id is None:
+                continue  # no valid run id: handed to on_error, nothing to run
             self._busy += 1
             try:
-                await self._one(*taken)
+                await self._one(index, item, run_id)
             except Exception as exc:
-                # An input the run cannot start with (not JSON, say): stop the batch and
-                # raise it as it is, like an error of the inputs themselves.
-                if self._failed is None:
-                    self._failed = exc
-                self._pool.cancel_scope.cancel()
+                # An input the run cannot start with (not JSON, say), with no on_error: stop
+                # the batch and raise it as it is, like an error of the inputs themselves.
+                self._fail(exc)
                 return
             finally:
                 self._busy -= 1
@@ -307,48 +277,29 @@ class Batch:
                 # before this worker starts another.
                 await anyio.lowlevel.checkpoint()
 
-    async def _take(
-        self, items: Iterator[Any] | AsyncIterator[Any], reader: Reader
-    ) -> tuple[int, Any, str] | None:
+    def _fail(self, exc: Exception) -> None:
+        if self._failed is None:
+            self._failed = exc
+        self._pool.cancel_scope.cancel()
+
+    async def _take(self) -> tuple[int, Any, str | None] | None:
         """Read the next input and register its run; ``None`` when there is none to start."""
-        if self._stopped or self._exhausted:
+        taken = await self._inputs.next()
+        if taken is None:
             return None
-        if isinstance(items, Iterator):
-            try:
-                item = next(items)
-            except StopIteration:
-                self._exhausted = True
-                return None
-        else:
-            item = await self._read(reader)
-            if item is _NOTHING:
-                return None
-        index = self._index
-        self._index += 1
-        if self.run_id is None:
-            run_id = RUN_IDS.new()
-        else:
-            run_id = self.run_id(item)
+        index, item = taken
+        try:
+            run_id = RUN_IDS.new() if self.run_id is None else self.run_id(item)
             check_run_id(run_id)  # raised as is, by the batch, before anything is stored
+        except Exception as exc:
+            if self._on_error is None:
+                raise
+            self._not_started(item, None, exc)
+            return index, item, None
         # Registered before the run starts, so a cancel from now on reaches it. By input, not
         # by id: two inputs may name one run (the second finds it stored).
         self._scopes[index] = (run_id, anyio.CancelScope())
         return index, item, run_id
-
-    async def _read(self, reader: Reader) -> Any:
-        """Read an async input, one worker at a time; :data:`_NOTHING` when none is left."""
-        async with self._reading:
-            if self._stopped or self._exhausted:
-                return _NOTHING
-            try:
-                with anyio.CancelScope() as self._fetch:  # stop_feeding cancels it
-                    try:
-                        return await anext(reader)
-                    except StopAsyncIteration:
-                        self._exhausted = True
-            finally:
-                self._fetch = None
-            return _NOTHING
 
     async def _one(self, index: int, item: Any, run_id: str) -> None:
         try:
@@ -365,33 +316,50 @@ class Batch:
     async def _run_one(self, index: int, item: Any, run_id: str) -> Run | None:
         self._changed(started=1, in_flight=1)
         run: Run | None = None
+        error: Exception | None = None
         try:
             with self._scopes[index][1] as scope:
                 try:
-                    run = await self.engine._start(self.flow, (item,), {}, run_id, self.timeout_s)
+                    run = await self._start(item, run_id)
                 finally:
                     del self._scopes[index]
             if scope.cancelled_caught:  # cut before it was under way: read where it stands
-                run = await self.engine.store.get_run(run_id)
+                run = await self._store.get_run(run_id)
+        except Exception as exc:
+            if self._on_error is None:
+                raise
+            error = exc
         finally:
             self.progress.in_flight -= 1
+        if error is not None:
+            self._not_started(item, run_id, error, started=-1)
+            return None
         if run is not None:
             self.progress.count(run)
         self._changed()
         return run
+
+    def _not_started(
+        self, item: Any, run_id: str | None, exc: Exception, *, started: int = 0
+    ) -> None:
+        """Hand an input whose run cannot start to ``on_error``, and count it."""
+        assert self._on_error is not None
+        self.progress.not_started += 1
+        self._changed(started=started)
+        self._on_error(item, run_id, exc)
 
     def _changed(self, *, started: int = 0, in_flight: int = 0) -> None:
         progress = self.progress
         progress.started += started
         progress.in_flight += in_flight
         progress.elapsed_s = time.monotonic() - self._t0
-        if self.on_progress is not None:
-            self.on_progress(dataclasses.replace(progress))
+        if self._on_progress is not None:
+            self._on_progress(dataclasses.replace(progress))
 
     async def _background(self) -> None:
         with self._background_scope:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self.engine._executor.leases.renew_all)
+                tg.start_soon(self._leases.renew_all)
                 if self.handle_signals:
                     tg.start_soon(self._watch_signals)
 
@@ -403,26 +371,5 @@ class Batch:
             async for signum in signals:
                 log.warning("batch_interrupted", signal=signal.Signals(signum).name)
                 # A second signal cuts the grace period short.
-                grace = 0.0 if self.engine.stopping else self.grace_s
-                self._tg.start_soon(self.engine.shutdown, grace)
-
-
-_NOTHING = object()
-Reader = AsyncGenerator[Any, None]
-
-
-def _more(items: Iterator[Any] | AsyncIterator[Any]) -> bool:
-    """Whether inputs were left unstarted (an async source, whose read was cut, is assumed to)."""
-    if not isinstance(items, Iterator):
-        return True
-    try:
-        return next(items, _NOTHING) is not _NOTHING
-    except Exception:  # a source that fails now had inputs left as far as anyone knows
-        return True
-
-
-async def _items(items: Iterator[Any] | AsyncIterator[Any]) -> Reader:
-    """Yield async inputs one at a time (closed with the batch); sync ones are read directly."""
-    if isinstance(items, AsyncIterator):
-        async for item in items:
-            yield item
+                grace = 0.0 if self._stops.stopping else self.grace_s
+                self._tg.start_soon(self._stops.shutdown, grace)

@@ -15,33 +15,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from engine._base import (
-    ENDED_IN_ERROR,
-    STATUSES,
-    UNFINISHED,
-    Flow,
-    RunConflictError,
-    RunNotFoundError,
-    log,
-)
+from engine._base import Flow
 from engine._limits import CircuitBreaker, ModelLimits, ProviderGuard
-from engine._retries import OnRetry, RetryEvent, RunBudget, retry_run
-from engine._run._batch import DEFAULT_CONCURRENCY, Batch, OnProgress
-from engine._run._executor import Executor, lease_expired
-from engine._run._flows import FLOWS, encode_input, flow_name
-from engine._run._journal import ledger_of
-from engine._run._order import ResumeOrder
-from engine._run._pacing import check_run_id
-from engine._run._stopping import cancel_run, shutdown
-from engine._run._submit import submit as submit_runs
+from engine._retries import OnRetry, RunBudget
+from engine._run._batch import DEFAULT_CONCURRENCY, Batch, OnError, OnProgress
+from engine._run._engine_reads import StoredRuns
+from engine._run._executor import Executor
+from engine._run._runner import Runner
+from engine._run._stopping import Stops, cancel_run
 from engine._runtime import Runtime, check_timeout, gather, map
 from engine.models import Model, model_from_string
-from engine.store import Run, RunStatus, Store
+from engine.store import Run, Store
 
 if TYPE_CHECKING:
     from tenacity import AsyncRetrying
@@ -51,20 +37,10 @@ if TYPE_CHECKING:
 __all__ = ["Engine"]
 
 Inputs = Iterable[Any] | AsyncIterable[Any]
-_NO_LIMIT: AbstractAsyncContextManager[object] = nullcontext()
-_ORPHANABLE: tuple[RunStatus, ...] = tuple(s for s in STATUSES if s in UNFINISHED)
 _DEFAULT_BREAKER = CircuitBreaker()
 
 
-class _PolicyYields(Exception):
-    """The run policy stops: the run changed while it waited, or the engine is stopping."""
-
-    def __init__(self, run: Run) -> None:
-        super().__init__(run.run_id)
-        self.run = run
-
-
-class Engine:
+class Engine(StoredRuns):
     """Run flows durably: journal every transition, resume stopped runs, recover crashed ones.
 
     Every setting has a default that does the right thing without configuration; the table
@@ -131,16 +107,12 @@ class Engine:
         self.store = store
         self.lease_s = lease_s
         self.concurrency = concurrency
-        self.timeout_s = timeout_s
-        self.run_policy = run_policy
         self.on_retry = on_retry
         self.grace_s = grace_s
         self.owner = f"{uuid.uuid4().hex[:12]}"
         self.guard = (
             limits if isinstance(limits, ProviderGuard) else ProviderGuard(limits, breaker=breaker)
         )
-        self._limiter = anyio.CapacityLimiter(concurrency) if concurrency else None
-        self._flows = FLOWS
         self._executor = Executor(
             store,
             runtime,
@@ -150,14 +122,29 @@ class Engine:
             budget=budget,
             on_retry=on_retry,
         )
-        self._batches: set[Batch] = set()
-        #: The waits of run policies between two resumes of a run (a shutdown ends them).
-        self._waits: set[anyio.CancelScope] = set()
+        self._stops = Stops(self._executor)
+        self._runner = Runner(
+            self._executor,
+            self._stops,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            run_policy=run_policy,
+        )
+
+    @property
+    def timeout_s(self) -> float | None:
+        """The longest any run may run at once (``timeout_s=``)."""
+        return self._runner.timeout_s
+
+    @property
+    def run_policy(self) -> AsyncRetrying | None:
+        """Layer 4, the run policy (``run_policy=``)."""
+        return self._runner.run_policy
 
     @property
     def stopping(self) -> bool:
         """Whether :meth:`shutdown` was called: runs stop at their next transition."""
-        return self._executor.halt.stopping is not None
+        return self._stops.stopping
 
     # -- starting runs -------------------------------------------------------------------------
 
@@ -174,7 +161,7 @@ class Engine:
         """
         if run_id is None:
             run_id = uuid.uuid4().hex
-        return await self._start(flow, args, kwargs, run_id, self.timeout_s)
+        return await self._runner.start(flow, args, kwargs, run_id, self.timeout_s)
 
     async def run_many(
         self,
@@ -185,6 +172,7 @@ class Engine:
         run_id: Callable[[Any], str] | None = None,
         timeout_s: float | None = None,
         progress: OnProgress | None = None,
+        on_error: OnError | None = None,
         handle_signals: bool = False,
     ) -> list[Run]:
         """Run ``flow(item)`` for every input; return the runs in input order.
@@ -199,9 +187,10 @@ class Engine:
             run_id=run_id,
             timeout_s=timeout_s,
             progress=progress,
+            on_error=on_error,
             handle_signals=handle_signals,
         )
-        return await batch._collect()
+        return await batch.collect()
 
     def as_completed(
         self,
@@ -212,6 +201,7 @@ class Engine:
         run_id: Callable[[Any], str] | None = None,
         timeout_s: float | None = None,
         progress: OnProgress | None = None,
+        on_error: OnError | None = None,
         handle_signals: bool = False,
     ) -> Batch:
         """Run ``flow(item)`` for every input; hand each run back as it finishes.
@@ -229,6 +219,9 @@ class Engine:
             run_id: A function of the input giving its run id; random ids otherwise.
             timeout_s: Per run: past it, the run is recorded ``cancelled`` (``timeout``).
             progress: Called with a :class:`~engine.BatchProgress` at each start and end.
+            on_error: Called with ``(input, run_id, error)`` for an input whose run cannot
+                start (a run id that is not a non-empty string, an input that is not JSON),
+                and the batch goes on; without it, that error stops the batch and is raised.
             handle_signals: On SIGINT or SIGTERM, :meth:`shutdown` the engine gracefully
                 (a second signal cuts the grace period short).
 
@@ -238,116 +231,73 @@ class Engine:
         """
         if timeout_s is not None:
             check_timeout(timeout_s)
+        timeout = timeout_s if timeout_s is not None else self.timeout_s
+        start = self._runner.start
+
+        async def one(item: Any, run_id: str) -> Run:
+            return await start(flow, (item,), {}, run_id, timeout)
+
+        return self._batch(inputs, one, concurrency, run_id, progress, on_error, handle_signals)
+
+    def resume_as_completed(
+        self,
+        run_ids: Inputs,
+        *,
+        model: Model | str | None = None,
+        max_retries: int | None = None,
+        concurrency: int | None = None,
+        progress: OnProgress | None = None,
+        on_error: OnError | None = None,
+        handle_signals: bool = False,
+    ) -> Batch:
+        """Resume every run of ``run_ids`` as :meth:`resume` does; hand each back as it ends.
+
+        The batch twin of :meth:`resume`, used like :meth:`as_completed` (``async with``,
+        early exit, ``cancel()``, ``progress``, ``handle_signals``): the run ids are read one
+        at a time as slots free up, and a completed run comes back as it is.
+
+        Args:
+            run_ids: The runs to resume: any iterable or async iterable of run ids.
+            model: The model every live call of these resumes uses (the engine's otherwise).
+            max_retries: Re-picks for each decision asked again.
+            concurrency: Resumed runs in flight at most, as for :meth:`as_completed`.
+            progress: As for :meth:`as_completed`.
+            on_error: Called with ``(run_id, run_id, error)`` for a run that cannot be
+                resumed (an unknown id, a flow that cannot be found, a run another worker
+                holds), and the batch goes on; without it, that error stops the batch.
+            handle_signals: As for :meth:`as_completed`.
+        """
+        chosen = model_from_string(model) if isinstance(model, str) else model
+        resume = self._runner.resume
+
+        async def one(item: Any, run_id: str) -> Run:
+            return await resume(run_id, model=chosen, max_retries=max_retries)
+
+        return self._batch(run_ids, one, concurrency, _same, progress, on_error, handle_signals)
+
+    def _batch(
+        self,
+        inputs: Inputs,
+        start: Callable[[Any, str], Any],
+        concurrency: int | None,
+        run_id: Callable[[Any], str] | None,
+        progress: OnProgress | None,
+        on_error: OnError | None,
+        handle_signals: bool,
+    ) -> Batch:
         return Batch(
-            self,
-            flow,
             inputs,
+            start,
+            store=self.store,
+            leases=self._executor.leases,
+            stops=self._stops,
             concurrency=concurrency or self.concurrency or DEFAULT_CONCURRENCY,
             run_id=run_id,
-            timeout_s=timeout_s if timeout_s is not None else self.timeout_s,
             progress=progress,
+            on_error=on_error,
             handle_signals=handle_signals,
             grace_s=self.grace_s,
         )
-
-    async def submit(
-        self,
-        flow: Flow,
-        inputs: Iterable[Any],
-        *,
-        run_id: Callable[[Any], str] | None = None,
-        queue: str = "engine",
-        priority: int = 0,
-        max_concurrency: int | None = None,
-    ) -> list[Run]:
-        """Queue ``flow(item)`` for every input, for worker processes (``engine worker``).
-
-        Needs a :class:`~engine.store.PostgresStore`; each run is created ``queued`` together
-        with its procrastinate job. See :func:`engine.distributed.submit` for the arguments.
-        """
-        return await submit_runs(
-            self.store,
-            flow,
-            inputs,
-            run_id=run_id,
-            queue=queue,
-            priority=priority,
-            max_concurrency=max_concurrency,
-        )
-
-    async def _start(
-        self,
-        flow: Flow,
-        args: tuple[Any, ...],
-        kwargs: Mapping[str, Any],
-        run_id: str,
-        timeout_s: float | None,
-    ) -> Run:
-        """Create the run and execute it; apply the run policy to how it ended."""
-        check_run_id(run_id)
-        name = self._flows.remember(flow)
-        async with self._slot():
-            run, created = await self._executor.start(
-                flow, run_id, name, encode_input(name, args, kwargs), timeout_s
-            )
-        return await self._after(flow, run) if created else run
-
-    # -- reading runs --------------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        """Close the store the engine opened itself (the default ``engine.db``) and the
-        runtime's model connections; a store passed in stays open for its owner."""
-        try:
-            await self.runtime.aclose()
-        finally:
-            if self._owns_store:
-                await self.store.close()
-
-    async def __aenter__(self) -> Engine:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def get(self, run_id: str) -> Run | None:
-        """Return the stored run, or ``None`` for an unknown id."""
-        return await self.store.get_run(run_id)
-
-    async def list_runs(self, status: RunStatus | None = None) -> list[Run]:
-        """Return the stored runs, oldest first, optionally only those with ``status``.
-
-        Raises:
-            ValueError: ``status`` is not a run status.
-        """
-        if status is not None and status not in STATUSES:
-            raise ValueError(
-                f"status must be one of {', '.join(STATUSES)} (or None for every run), "
-                f"got {status!r}"
-            )
-        return await self.store.list_runs(status=status)
-
-    async def trace(self, run_id: str) -> dict[str, Any] | None:
-        """Return the stored trace of a run (as exported by :meth:`Trace.to_dict`)."""
-        return await self.store.load_trace(run_id)
-
-    async def retries(self, run_id: str) -> list[dict[str, Any]]:
-        """Return the run's retry ledger: every retry attempt at every layer, with its cause.
-
-        Each entry holds ``layer``, ``attempt``, ``kind`` (the cause), ``message``, ``key``
-        (the node it retried) and ``at`` (a Unix time), oldest first.
-        """
-        return ledger_of(await self.store.load_journal(run_id))
-
-    async def prune(
-        self, *, older_than_s: float | None = None, keep_last: int | None = None
-    ) -> int:
-        """Delete finished runs by age or beyond the newest ``keep_last``; return how many.
-
-        Raises:
-            ValueError: ``older_than_s`` or ``keep_last`` is negative (or not a number); the
-                store is left as it was.
-        """
-        return await self.store.prune(older_than_s=older_than_s, keep_last=keep_last)
 
     # -- resuming ------------------------------------------------------------------------------
 
@@ -372,23 +322,9 @@ class Engine:
             DecisionError: ``pick`` is invalid; the stored run is left exactly as it was.
             RunConflictError: Another worker holds the run, or won the race to resume it.
         """
-        run = await self.store.get_run(run_id)
-        if run is None:
-            raise RunNotFoundError(run_id)
-        if run.status == "completed":
-            return run
-        fn = self._flows.find(run.flow, flow)
-        if isinstance(model, str):
-            model = model_from_string(model)
-        order = ResumeOrder.of(run, pick=pick, model=model, max_retries=max_retries)
-        if pick is not None:
-            await self._executor.probe(fn, run, order)
-        if run.status == "running" and not lease_expired(run):
-            raise RunConflictError(
-                f"run {run_id!r} is running under owner {run.owner!r}; wait for it to stop",
-                run_id=run_id,
-            )
-        return await self._after(fn, await self._execute(fn, run, order))
+        return await self._runner.resume(
+            run_id, pick=pick, model=model, max_retries=max_retries, flow=flow
+        )
 
     async def recover(
         self, *, concurrency: int | None = None, flows: Iterable[Flow] = ()
@@ -414,35 +350,7 @@ class Engine:
         Raises:
             TypeError: An entry of ``flows`` is not a function (nothing is recovered).
         """
-        given = {flow_name(fn): fn for fn in flows}
-        orphans = [
-            run
-            for status in _ORPHANABLE
-            for run in await self.store.list_runs(status=status)
-            if lease_expired(run)
-        ]
-        recovered: list[Run] = []
-        limiter = anyio.CapacityLimiter(concurrency) if concurrency else None
-
-        async def take(run: Run) -> None:
-            try:
-                fn = self._flows.find(run.flow, given.get(run.flow))
-            except LookupError as exc:
-                reason = f"{exc} (or flows= to recover it)"
-                log.warning("recover_skipped", run_id=run.run_id, flow=run.flow, reason=reason)
-                return
-            async with limiter if limiter is not None else _NO_LIMIT:
-                try:
-                    recovered.append(await self._execute(fn, run, ResumeOrder()))
-                except RunConflictError:
-                    log.info(
-                        "recover_skipped", run_id=run.run_id, reason="taken by another process"
-                    )
-
-        async with anyio.create_task_group() as tg:
-            for run in orphans:
-                tg.start_soon(take, run)
-        return recovered
+        return await self._runner.recover(concurrency=concurrency, flows=flows)
 
     # -- stopping ------------------------------------------------------------------------------
 
@@ -467,54 +375,9 @@ class Engine:
         Every stopped run is recorded ``cancelled`` (``shutdown``) with its journal intact.
         After a shutdown the engine stops every run at its first transition.
         """
-        grace = self.grace_s if grace_s is None else grace_s
-        await shutdown(self._executor, list(self._batches), grace, list(self._waits))
+        await self._stops.shutdown(self.grace_s if grace_s is None else grace_s)
 
-    # -- execution -----------------------------------------------------------------------------
 
-    async def _execute(self, flow: Flow, run: Run, order: ResumeOrder) -> Run:
-        async with self._slot():
-            return await self._executor.execute(
-                flow, run, order, journal=True, timeout_s=self.timeout_s
-            )
-
-    async def _after(self, flow: Flow, run: Run) -> Run:
-        """Apply the run policy (layer 4): resume a stopped run while the policy says so.
-
-        The policy gives way to anything that touched the run while it waited (a cancel, a
-        resume by hand, another worker) and to a shutdown, which also ends its wait.
-        """
-        if self.run_policy is None or run.status not in ENDED_IN_ERROR:
-            return run
-
-        async def resume(stopped: Run, event: RetryEvent) -> Run:
-            stored = await self.store.get_run(stopped.run_id)
-            if stored is None or stored.version != stopped.version or self.stopping:
-                raise _PolicyYields(stored or stopped)
-            try:
-                return await self._execute(flow, stored, ResumeOrder.of(stored, retry=event))
-            except RunConflictError:  # taken by another resumer between the read and the claim
-                raise _PolicyYields(await self.store.get_run(stopped.run_id) or stored) from None
-
-        policy = self.run_policy.copy(sleep=self._policy_sleep(self.run_policy.sleep))
-        try:
-            return await retry_run(policy, run, resume)
-        except _PolicyYields as yielded:
-            return yielded.run
-
-    def _policy_sleep(self, sleep: Callable[[float], Any]) -> Callable[[float], Any]:
-        """Wrap a run policy's sleep so that a shutdown ends the wait at once."""
-
-        async def interruptible(seconds: float) -> None:
-            with anyio.CancelScope() as scope:
-                self._waits.add(scope)
-                try:
-                    await sleep(seconds)
-                finally:
-                    self._waits.discard(scope)
-
-        return interruptible
-
-    def _slot(self) -> AbstractAsyncContextManager[object]:
-        """Hold one of the engine's run slots (a no-op without ``concurrency=``)."""
-        return self._limiter if self._limiter is not None else _NO_LIMIT
+def _same(run_id: Any) -> Any:
+    """A resume batch's inputs are its run ids."""
+    return run_id

@@ -96,6 +96,18 @@ class Leases:
         #: Batches running a shared renewer; while any does, runs start no renewer of their own.
         self.shared = 0
 
+    def share(self) -> None:
+        """Let a batch renew every held lease (it runs :meth:`renew_all` until it ends).
+
+        From now until the matching :meth:`unshare`, runs start no renewer of their own: one
+        renewer and one group commit serve hundreds of runs in flight.
+        """
+        self.shared += 1
+
+    def unshare(self) -> None:
+        """The batch's shared renewer stopped (see :meth:`share`)."""
+        self.shared -= 1
+
     async def renew_one(self, holder: Holder) -> None:
         """Renew one run's lease until it is no longer this owner's (cancel to stop)."""
         while True:

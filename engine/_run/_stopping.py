@@ -4,12 +4,15 @@ A run in flight here is stopped through its :class:`~engine._run._leases.Holder`
 scope is cancelled) or at its next transition (a drain: the model call or step under way
 finishes, is journaled, and the run stops before the next one). Either way the executor
 records it ``cancelled`` with the reason and its journal intact, so a resume continues it.
+
+An engine's :class:`Stops` holds what a shutdown reaches besides the runs: the open batches
+(they start no more runs) and the run policies waiting to resume a run (they stop waiting).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -18,10 +21,9 @@ from engine._run._leases import lease_expired
 from engine.store import Run, RunErrorInfo
 
 if TYPE_CHECKING:
-    from engine._run._batch import Batch
     from engine._run._executor import Executor
 
-__all__ = ["cancel_run", "shutdown"]
+__all__ = ["Feeding", "Stops", "cancel_run"]
 
 
 async def cancel_run(executor: Executor, run_id: str) -> Run:
@@ -64,27 +66,69 @@ async def cancel_run(executor: Executor, run_id: str) -> Run:
     return stored
 
 
-async def shutdown(
-    executor: Executor,
-    batches: Sequence[Batch],
-    grace_s: float,
-    waits: Sequence[anyio.CancelScope] = (),
-) -> None:
-    """Start no run, let runs reach their next transition for ``grace_s``, then cut them.
+class Feeding(Protocol):
+    """What a shutdown asks of an open batch: start no more runs, then cut those in flight."""
 
-    ``waits`` are run policies waiting to resume a run: they stop waiting, and resume nothing.
-    """
-    executor.halt.stopping = "shutdown"
-    for wait in waits:
-        wait.cancel()
-    log.warning("engine_shutting_down", in_flight=len(executor.holders), grace_s=grace_s)
-    for batch in batches:
-        batch.stop_feeding()
-    with anyio.move_on_after(grace_s):
+    def stop_feeding(self) -> None:
+        """Start no more runs; those in flight go on."""
+
+    def cut(self, reason: str) -> None:
+        """Stop every run of the batch still in flight now, recording ``reason``."""
+
+
+class Stops:
+    """An engine's stopping: its shutdown, the open batches and the run policies' waits."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self._batches: set[Feeding] = set()
+        self._waits: set[anyio.CancelScope] = set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`shutdown` was called: runs stop at their next transition."""
+        return self.executor.halt.stopping is not None
+
+    def open(self, batch: Feeding) -> None:
+        """Count ``batch`` among the open batches, which a shutdown stops, until :meth:`close`."""
+        self._batches.add(batch)
+
+    def close(self, batch: Feeding) -> None:
+        """The batch ended (see :meth:`open`)."""
+        self._batches.discard(batch)
+
+    def interruptible(self, sleep: Callable[[float], Any]) -> Callable[[float], Awaitable[None]]:
+        """Wrap a run policy's sleep so that a shutdown ends the wait at once."""
+
+        async def interruptible(seconds: float) -> None:
+            with anyio.CancelScope() as scope:
+                self._waits.add(scope)
+                try:
+                    await sleep(seconds)
+                finally:
+                    self._waits.discard(scope)
+
+        return interruptible
+
+    async def shutdown(self, grace_s: float) -> None:
+        """Start no run, let runs reach their next transition for ``grace_s``, then cut them.
+
+        Every open batch stops starting runs; run policies waiting to resume a run stop
+        waiting, and resume nothing.
+        """
+        executor = self.executor
+        executor.halt.stopping = "shutdown"
+        for wait in list(self._waits):
+            wait.cancel()
+        log.warning("engine_shutting_down", in_flight=len(executor.holders), grace_s=grace_s)
+        batches = list(self._batches)
+        for batch in batches:
+            batch.stop_feeding()
+        with anyio.move_on_after(grace_s):
+            for holder in list(executor.holders.values()):
+                await holder.wait()
+        for batch in batches:
+            batch.cut("shutdown")
         for holder in list(executor.holders.values()):
+            holder.stop("shutdown", now=True)
             await holder.wait()
-    for batch in batches:
-        batch.cut("shutdown")
-    for holder in list(executor.holders.values()):
-        holder.stop("shutdown", now=True)
-        await holder.wait()
