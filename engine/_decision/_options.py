@@ -15,7 +15,7 @@ from typing import Any, Literal
 from engine._base import OptionsTypeError, OptionsValueError
 from engine._decision._params import FunctionSpec, Param, describe, function_spec
 from engine._decision._render import render_block
-from engine._decision._spec import from_schema
+from engine._decision._schema import from_schema
 
 __all__ = ["SCALARS", "Option", "OptionKind", "normalise"]
 

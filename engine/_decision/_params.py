@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine._base import RUNTIME_PARAMS, OptionsTypeError
-from engine._decision._spec import Spec, from_annotation, from_spec, with_enum
+from engine._decision._annotations import from_annotation
+from engine._decision._schema import from_spec, with_enum
+from engine._decision._spec import Spec
 
 __all__ = [
     "AGENTIC_ATTR",

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from engine._base import RUNTIME_PARAMS, OptionsTypeError
+from engine._decision._check import FieldError, check
 from engine._decision._extract import RawPick
 from engine._decision._menu import Menu
 from engine._decision._options import Option
 from engine._decision._params import EMPTY
-from engine._decision._spec import FieldError, check
 
 __all__ = ["Failure", "Pick", "bind", "validate"]
 
