@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.store import Run
+from engine.store import FINISHED, Run
 
 __all__ = ["BatchProgress"]
 
@@ -44,7 +44,7 @@ class BatchProgress:
 
     def count(self, run: Run) -> None:
         """Count one finished run."""
-        if run.status in ("completed", "suspended", "failed", "cancelled"):
+        if run.status in FINISHED:
             setattr(self, run.status, getattr(self, run.status) + 1)
         self.tokens += run.usage.total_tokens
         self.model_calls += run.model_calls
