@@ -1,12 +1,16 @@
-"""What every store checks the same way: every value it keeps is JSON, prune's rules sane.
+"""What every store does the same way: values kept as JSON, a run's next version, pruning.
 
 Each store turns what it keeps into JSON text here, so a value that is not JSON is the same
-:class:`~engine.JournalError` whichever store refuses it, and nothing of the write is stored.
+:class:`~engine.JournalError` whichever store refuses it, and nothing of the write is stored;
+it reads journal rows back, versions a run and picks what ``prune`` deletes here too.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import time
+from collections.abc import Sequence
 from typing import Any
 
 import pydantic_core
@@ -14,7 +18,15 @@ import pydantic_core
 from engine._base import JournalError
 from engine.store._types import JournalRecord, Run
 
-__all__ = ["check_prune", "record_json", "run_json", "trace_json"]
+__all__ = [
+    "check_prune",
+    "journal_records",
+    "next_version",
+    "prune_victims",
+    "record_json",
+    "run_json",
+    "trace_json",
+]
 
 
 def run_json(run: Run) -> str:
@@ -45,6 +57,31 @@ def trace_json(run_id: str, trace: dict[str, Any]) -> str:
         raise _not_json(f"the trace of run {run_id!r}", exc) from exc
 
 
+def journal_records(rows: Sequence[Sequence[Any]]) -> list[JournalRecord]:
+    """Return the records of journal rows ``(key, kind, fingerprint, actor, data, created_at)``,
+    ``data`` as JSON text."""
+    return [
+        JournalRecord(
+            key=key,
+            kind=kind,
+            fingerprint=fingerprint,
+            actor=actor,
+            data=json.loads(data),
+            created_at=created_at,
+        )
+        for key, kind, fingerprint, actor, data, created_at in rows
+    ]
+
+
+def next_version(run: Run, expected_version: int) -> Run:
+    """Return what a compare-and-set from ``expected_version`` stores: one version higher, now.
+
+    A shallow copy: a store serialises it before anyone could change it, and the caller
+    gets a new object either way.
+    """
+    return run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
+
+
 def check_prune(older_than_s: float | None, keep_last: int | None) -> None:
     """Refuse prune rules that would delete what the caller did not mean to.
 
@@ -65,6 +102,21 @@ def check_prune(older_than_s: float | None, keep_last: int | None) -> None:
         isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0
     ):
         raise ValueError(f"keep_last must be an integer >= 0, or None, got {keep_last!r}")
+
+
+def prune_victims(
+    newest_first: Sequence[Run], *, older_than_s: float | None, keep_last: int | None
+) -> list[str]:
+    """Return the ids ``prune`` deletes from finished runs sorted newest first."""
+    now = time.time()
+    doomed: list[str] = []
+    for index, run in enumerate(newest_first):
+        finished = run.finished_at or run.updated_at
+        too_old = older_than_s is not None and now - finished > older_than_s
+        beyond = keep_last is not None and index >= keep_last
+        if too_old or beyond:
+            doomed.append(run.run_id)
+    return doomed
 
 
 def _not_json(what: str, exc: Exception) -> JournalError:

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import Any, cast
 
 from engine._base import RunConflictError, RunNotFoundError
-from engine.store._checks import check_prune, record_json, run_json, trace_json
+from engine.store._checks import (
+    check_prune,
+    next_version,
+    prune_victims,
+    record_json,
+    run_json,
+    trace_json,
+)
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 __all__ = ["MemoryStore"]
@@ -66,7 +72,7 @@ class MemoryStore:
     async def update_run(self, run: Run, *, expected_version: int) -> Run | None:
         """Compare-and-set on the run's version."""
         self._check_open()
-        new = run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
+        new = next_version(run, expected_version)
         stored = _stored(new)
         current = self._runs.get(run.run_id)
         if current is None or current.version != expected_version:
@@ -183,18 +189,3 @@ def _stored(run: Run) -> Run:
 def _entries(run_id: str, records: Sequence[JournalRecord]) -> list[tuple[JournalRecord, str]]:
     """Return each record without its data, beside its data as JSON; all or none."""
     return [(r.model_copy(update={"data": None}), record_json(run_id, r)) for r in records]
-
-
-def prune_victims(
-    newest_first: Sequence[Run], *, older_than_s: float | None, keep_last: int | None
-) -> list[str]:
-    """Return the ids ``prune`` deletes from finished runs sorted newest first."""
-    now = time.time()
-    doomed: list[str] = []
-    for index, run in enumerate(newest_first):
-        finished = run.finished_at or run.updated_at
-        too_old = older_than_s is not None and now - finished > older_than_s
-        beyond = keep_last is not None and index >= keep_last
-        if too_old or beyond:
-            doomed.append(run.run_id)
-    return doomed

@@ -14,7 +14,6 @@ without the ``postgres`` extra.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from engine._base import JournalError
 from engine.store import _postgres_io as io
 from engine.store import _postgres_sql as sql
 from engine.store._base import BatchedStore
-from engine.store._checks import check_prune, trace_json
+from engine.store._checks import check_prune, journal_records, next_version, trace_json
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 if TYPE_CHECKING:
@@ -123,7 +122,7 @@ class PostgresStore(BatchedStore[io.Op]):
         Returns:
             The stored run (its version one higher), or ``None`` when another writer won.
         """
-        new = run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
+        new = next_version(run, expected_version)
         rows = await self._write(sql.update_run(new, expected_version))
         return new if rows else None
 
@@ -138,7 +137,7 @@ class PostgresStore(BatchedStore[io.Op]):
         """Compare-and-set the run, appending ``records`` and storing ``trace`` in the same
         transaction (nothing is written when the compare-and-set loses: a takeover raised the
         version, so a worker that lost the run cannot record its outcome)."""
-        new = run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
+        new = next_version(run, expected_version)
         body = None if trace is None else trace_json(run.run_id, trace)
         ((won,),) = await self._write(sql.finish_run(new, expected_version, records, body))
         return new if won else None
@@ -158,7 +157,7 @@ class PostgresStore(BatchedStore[io.Op]):
 
     async def load_journal(self, run_id: str) -> list[JournalRecord]:
         """Return the run's journal in append order (empty for an unknown run)."""
-        return sql.journal_records(await self._read(sql.read_journal(run_id)))
+        return journal_records(await self._read(sql.read_journal(run_id)))
 
     async def save_trace(self, run_id: str, trace: dict[str, Any]) -> None:
         """Store the run's trace (replacing an earlier one)."""

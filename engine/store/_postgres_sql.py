@@ -28,7 +28,6 @@ __all__ = [
     "delete_runs",
     "fenced",
     "finish_run",
-    "journal_records",
     "prune",
     "read_dispatch",
     "read_journal",
@@ -285,21 +284,6 @@ def read_journal(run_id: str) -> Statement:
 def read_trace(run_id: str) -> Statement:
     """Select the run's trace."""
     return "SELECT body::text FROM engine_traces WHERE run_id = %(run_id)s", {"run_id": run_id}
-
-
-def journal_records(rows: Sequence[tuple[Any, ...]]) -> list[JournalRecord]:
-    """Return the records of :func:`read_journal`'s rows."""
-    return [
-        JournalRecord(
-            key=key,
-            kind=kind,
-            fingerprint=fingerprint,
-            actor=actor,
-            data=json.loads(data),
-            created_at=created_at,
-        )
-        for key, kind, fingerprint, actor, data, created_at in rows
-    ]
 
 
 def trace_of(rows: Sequence[tuple[Any, ...]]) -> dict[str, Any] | None:

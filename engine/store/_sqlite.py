@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Literal, TypeVar, cast, get_args
@@ -27,7 +26,7 @@ from engine._base import JournalError
 from engine.store import _sqlite_commit as commits
 from engine.store import _sqlite_sql as sql
 from engine.store._base import BatchedStore
-from engine.store._checks import check_prune
+from engine.store._checks import check_prune, next_version
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 __all__ = ["Durability", "SQLiteStore"]
@@ -132,9 +131,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
         Returns:
             The stored run (its version one higher), or ``None`` when another writer won.
         """
-        # Shallow: the row is serialised from it before anyone could change it, and the
-        # caller gets a new object either way.
-        new = run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
+        new = next_version(run, expected_version)
         won = await self._write(partial(sql.update_run, sql.run_row(new), expected_version))
         return new if won else None
 
@@ -148,7 +145,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
     ) -> Run | None:
         """Compare-and-set the run, appending ``records`` and storing ``trace`` in the same
         transaction (nothing is written when the compare-and-set loses)."""
-        new = run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
+        new = next_version(run, expected_version)
         rows = [sql.journal_row(run.run_id, record) for record in records]
         body = None if trace is None else sql.trace_body(run.run_id, trace)
         won = await self._write(

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from engine._base import JournalError, RunConflictError, RunNotFoundError
-from engine.store._checks import record_json, run_json, trace_json
-from engine.store._memory import prune_victims
+from engine.store._checks import journal_records, prune_victims, record_json, run_json, trace_json
 from engine.store._types import JournalRecord, Run
 
 __all__ = [
@@ -187,17 +186,7 @@ def select_journal(run_id: str, conn: sqlite3.Connection) -> list[JournalRecord]
         "WHERE run_id = ? ORDER BY id",
         [run_id],
     )
-    return [
-        JournalRecord(
-            key=key,
-            kind=kind,
-            fingerprint=fingerprint,
-            actor=actor,
-            data=json.loads(data),
-            created_at=created_at,
-        )
-        for key, kind, fingerprint, actor, data, created_at in found
-    ]
+    return journal_records(found)
 
 
 def upsert_trace(run_id: str, body: str, conn: sqlite3.Connection) -> None:
