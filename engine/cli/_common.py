@@ -1,10 +1,11 @@
-"""What every command shares: the consoles, failing with a fix, and running async bodies."""
+"""What every command shares: the consoles, failing with a fix, running async bodies, picks."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Awaitable, Callable
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import anyio
 import typer
@@ -21,6 +22,7 @@ __all__ = [
     "fail",
     "note",
     "out",
+    "parse_pick",
     "run_async",
     "store_option",
 ]
@@ -70,3 +72,18 @@ def note(message: str) -> None:
 def store_option() -> str:
     """Return the default store URL: ``ENGINE_STORE`` when set, else an SQLite file here."""
     return os.environ.get("ENGINE_STORE") or DEFAULT_STORE
+
+
+def parse_pick(text: str) -> dict[str, Any]:
+    """Read a ``--pick`` (a person's decision, as JSON); stop with the fix when it is not one.
+
+    Raises:
+        CliError: ``text`` is not JSON, or not an object naming the option by ``call``.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f'--pick is not valid JSON ({exc.msg}); write it like \'{{"call": "close"}}\'')
+    if not isinstance(data, dict) or not isinstance(data.get("call"), str):
+        fail('--pick must be a JSON object naming the option: {"call": "close", "args": {}}')
+    return data

@@ -2,23 +2,23 @@
 
 One run: ask its failing decision afresh (on ``--model`` when given) or settle it with a
 person's ``--pick``. Many: ``--all-suspended`` and ``--all-cancelled`` resume every run in
-those statuses, with the same progress display as ``engine run``.
+those statuses through :meth:`Engine.resume_as_completed
+<engine.Engine.resume_as_completed>`, with the same progress display and Ctrl-C as
+``engine run``.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
 from engine._base import DecisionError, RunConflictError, mask_secrets
 from engine._run import Engine
-from engine.cli._batch import Job, Tally, drive
-from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, run_async
+from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, parse_pick, run_async
 from engine.cli._inputs import short_name
 from engine.cli._models import choose_model
-from engine.cli._progress import BatchProgress, summary
+from engine.cli._progress import BatchView, Tally, summary
 from engine.cli._run import ConcurrencyOpt, ModelOpt, StoreOpt, next_steps
 from engine.cli._show import run_panel
 from engine.cli._stores import find_run, open_store
@@ -67,7 +67,6 @@ def resume(
         return
     if pick is not None and many:
         abort("--pick settles one run's decision; give a RUN_ID with it")
-    human = _parse_pick(pick) if pick is not None else None
     statuses: list[RunStatus] = []
     if all_suspended:
         statuses.append("suspended")
@@ -75,6 +74,7 @@ def resume(
         statuses.append("cancelled")
 
     async def body() -> int:
+        human = parse_pick(pick) if pick is not None else None
         chosen = choose_model(model)
         if chosen.note:
             note(chosen.note)
@@ -88,16 +88,6 @@ def resume(
     code = run_async(body)
     if code:
         raise typer.Exit(code)
-
-
-def _parse_pick(text: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        abort(f'--pick is not valid JSON ({exc.msg}); write it like \'{{"call": "close"}}\'')
-    if not isinstance(data, dict) or not isinstance(data.get("call"), str):
-        abort('--pick must be a JSON object naming the option: {"call": "close", "args": {}}')
-    return data
 
 
 async def _one(
@@ -143,21 +133,17 @@ async def _many(
         out.print(f"no {' or '.join(statuses)} runs in {mask_secrets(url)}", markup=False)
         return 0
     tally = Tally(total=len(found), track_existing=False)
-
-    def job(run: Run) -> Job:
-        async def start() -> Run:
-            return await engine.resume(run.run_id, max_retries=max_retries)
-
-        return Job(run.run_id, start)
-
-    with BatchProgress(tally, f"resuming {len(found)} run(s)") as progress:
-        await drive(
-            (job(r) for r in found),
-            store=store,
-            tally=tally,
+    with BatchView(tally, f"resuming {len(found)} run(s)") as view:
+        batch = engine.resume_as_completed(
+            (r.run_id for r in found),
+            max_retries=max_retries,
             concurrency=concurrency,
-            refresh=progress.refresh,
+            progress=view.progress,
+            on_error=view.not_started,
+            handle_signals=True,
         )
+        await view.follow(batch)
+    tally.interrupted = engine.stopping
     out.print(summary(tally, f"resumed {len(found)} {' and '.join(statuses)} run(s)"))
     flows = sorted({r.flow for r in found})
     flow = short_name(flows[0]) if len(flows) == 1 else "FLOW"

@@ -1,22 +1,27 @@
-"""``engine run FLOW --input FILE.jsonl``: run every record of a file as a durable run."""
+"""``engine run FLOW --input FILE.jsonl``: run every record of a file as a durable run.
+
+The records go through :meth:`Engine.as_completed <engine.Engine.as_completed>` like any
+program's inputs: at most ``--concurrency`` runs in flight, ``--timeout`` per run, and Ctrl-C
+(SIGINT or SIGTERM) shuts the engine down gracefully, each run in flight recorded
+``cancelled`` with its journal intact, so ``engine resume --all-cancelled`` continues it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from engine._base import mask_secrets
 from engine._run import Engine
-from engine.cli._batch import Job, Tally, drive
 from engine.cli._common import DEFAULT_STORE, note, out, run_async, store_option
-from engine.cli._inputs import BadLine, Flow, Record, count_lines, load_flow, read_records
+from engine.cli._inputs import BadLine, Record, count_lines, load_flow, read_records
 from engine.cli._models import choose_model
-from engine.cli._progress import BatchProgress, summary
+from engine.cli._progress import BatchView, Tally, summary
 from engine.cli._stores import open_store, parse_store_url, same_store
-from engine.store import Run
 
 __all__ = ["ConcurrencyOpt", "ModelOpt", "StoreOpt", "next_steps", "run"]
 
@@ -70,19 +75,20 @@ def run(
         tally = Tally(total=count_lines(input))
         async with open_store(store, create=True) as opened:
             engine = Engine(model=chosen.model, store=opened)
-            items = (
-                item if isinstance(item, BadLine) else _job(engine, found, item)
-                for item in read_records(input, found, id_field=id_field or None)
-            )
-            with BatchProgress(tally, f"{flow}: {tally.total} records of {input}") as progress:
-                await drive(
-                    items,
-                    store=opened,
-                    tally=tally,
+            with BatchView(tally, f"{flow}: {tally.total} records of {input}") as view:
+                records = _Records(read_records(input, found, id_field=id_field or None), view)
+                batch = engine.as_completed(
+                    found.fn,
+                    records.values(),
                     concurrency=concurrency,
+                    run_id=records.run_id,
                     timeout_s=timeout,
-                    refresh=progress.refresh,
+                    progress=view.progress,
+                    on_error=view.not_started,
+                    handle_signals=True,
                 )
+                await view.follow(batch)
+            tally.interrupted = engine.stopping
         out.print(summary(tally, f"{found.name} on {input}, model {chosen.spec}"))
         rerun = f"engine run {flow} --input {input}" if tally.done < tally.total else None
         next_steps(tally, flow, store, rerun=rerun)
@@ -93,11 +99,36 @@ def run(
         raise typer.Exit(code)
 
 
-def _job(engine: Engine, flow: Flow, record: Record) -> Job:
-    async def start() -> Run:
-        return await engine.run(flow.fn, record.value, run_id=record.run_id)
+class _Records:
+    """A file's records as a batch's inputs: each record's value, and its run id on demand.
 
-    return Job(record.run_id, start, record.line)
+    The batch asks for the run id of each value it reads (``run_id=``), so the id travels
+    beside the value instead of inside it; skipped lines go to the view as they are read.
+    """
+
+    def __init__(self, items: Iterable[Record | BadLine], view: BatchView) -> None:
+        self._items = items
+        self._view = view
+        # By identity, as values need not be hashable; a list, as one object (a small int)
+        # may be the value of several records.
+        self._ids: dict[int, list[str]] = {}
+
+    def values(self) -> Iterator[Any]:
+        """Yield each record's value, the flow's argument; report each bad line."""
+        for item in self._items:
+            if isinstance(item, BadLine):
+                self._view.skip(item)
+                continue
+            self._ids.setdefault(id(item.value), []).append(item.run_id)
+            yield item.value
+
+    def run_id(self, value: Any) -> str:
+        """Return the run id of a value :meth:`values` yielded (each asked for once)."""
+        ids = self._ids[id(value)]
+        run_id = ids.pop(0)
+        if not ids:
+            del self._ids[id(value)]
+        return run_id
 
 
 def next_steps(

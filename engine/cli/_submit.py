@@ -9,16 +9,24 @@ run the same way.
 from __future__ import annotations
 
 import importlib
-import json
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from engine._base import RunConflictError
 from engine._run import DEFAULT_QUEUE, request_resume, submit
-from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, run_async, store_option
+from engine.cli._common import (
+    DEFAULT_STORE,
+    abort,
+    fail,
+    note,
+    out,
+    parse_pick,
+    run_async,
+    store_option,
+)
 from engine.cli._inputs import BadLine, Record, load_flow, read_records
 from engine.cli._models import choose_model
 from engine.cli._run import StoreOpt
@@ -129,7 +137,7 @@ async def queue_resume(
     require_queue("a queued resume")
     if model is not None:
         choose_model(model)  # a typo fails here, not later on a worker
-    human = _parse_pick(pick) if pick is not None else None
+    human = parse_pick(pick) if pick is not None else None
     async with open_store(url) as opened:
         pg = require_postgres(opened, url, "engine submit --resume")
         run_id = (await find_run(pg, run_id, url)).run_id  # a unique start of the id will do
@@ -140,16 +148,6 @@ async def queue_resume(
         except (ValueError, RunConflictError) as exc:
             fail(str(exc))
     out.print(f"queued a resume of run {run_id}; a worker will execute it")
-
-
-def _parse_pick(text: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        fail(f'--pick is not valid JSON ({exc.msg}); write it like \'{{"call": "close"}}\'')
-    if not isinstance(data, dict) or not isinstance(data.get("call"), str):
-        fail('--pick must be a JSON object naming the option: {"call": "close", "args": {}}')
-    return data
 
 
 def require_postgres(store: Store, url: str, command: str) -> PostgresStore:

@@ -7,8 +7,11 @@ import re
 import shutil
 from pathlib import Path
 
+import anyio
 import pytest
 from cli_support import CLEAN, FAULTY, Cli
+
+from engine.store import SQLiteStore
 
 
 @pytest.fixture
@@ -136,6 +139,27 @@ def test_resume_all_suspended_completes_them_on_a_clean_model(batch: Cli) -> Non
     assert re.search(rf"completed\s*│\s*{len(suspended)}", result.stdout)
     assert run_ids(batch, "suspended") == []
     assert "no suspended runs" in batch("resume", "--all-suspended", "-m", CLEAN).stdout
+
+
+def test_resume_all_suspended_reports_a_run_it_cannot_resume_and_resumes_the_rest(
+    batch: Cli, tmp_path: Path
+) -> None:
+    lost, *others = run_ids(batch, "suspended")
+
+    async def move_away() -> None:  # its flow's module is gone: the resume cannot find it
+        async with SQLiteStore(tmp_path / "runs.db") as store:
+            run = await store.get_run(lost)
+            assert run is not None
+            changed = run.model_copy(update={"flow": "gone_module:route"})
+            assert await store.update_run(changed, expected_version=run.version) is not None
+
+    anyio.run(move_away)
+    result = batch("resume", "--all-suspended", "--model", CLEAN)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"could not start\s*│\s*1", result.stdout)
+    assert f"run {lost}: " in result.stdout
+    assert re.search(rf"completed\s*│\s*{len(others)}", result.stdout)
+    assert run_ids(batch, "suspended") == [lost]
 
 
 def test_resume_one_run_on_another_model(batch: Cli) -> None:

@@ -43,6 +43,15 @@ def statuses(path: Path) -> dict[str, str]:
     return anyio.run(read)
 
 
+def cancel_kinds(path: Path) -> set[str]:
+    async def read() -> set[str]:
+        async with SQLiteStore(path) as store:
+            runs = await store.list_runs(status="cancelled")
+            return {r.error.kind if r.error else "" for r in runs}
+
+    return anyio.run(read)
+
+
 def test_python_dash_m_engine_shows_every_command(tmp_path: Path) -> None:
     result = engine("--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -93,6 +102,7 @@ def test_ctrl_c_mid_batch_leaves_every_run_resumable(tmp_path: Path) -> None:
     assert 0 < len(after) < 40
     assert set(after.values()) <= {"completed", "cancelled"}
     assert "cancelled" in after.values()
+    assert cancel_kinds(store) == {"shutdown"}  # the engine's graceful shutdown stopped them
 
     resumed = engine(
         "resume", "--all-cancelled", "--model", CLEAN, "--store", str(store), cwd=tmp_path

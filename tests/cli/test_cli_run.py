@@ -28,6 +28,14 @@ def stored(path: Path) -> dict[str, str]:
     return anyio.run(read)
 
 
+def error_kinds(path: Path) -> dict[str, str | None]:
+    async def read() -> dict[str, str | None]:
+        async with SQLiteStore(path) as store:
+            return {r.run_id: r.error.kind if r.error else None for r in await store.list_runs()}
+
+    return anyio.run(read)
+
+
 def test_run_runs_every_record_and_the_summary_matches_the_store(
     cli: Cli, tickets: Path, tmp_path: Path
 ) -> None:
@@ -111,6 +119,20 @@ def test_timeout_cancels_slow_runs_and_leaves_them_resumable(
     assert counts(result.stdout)["cancelled"] == 6
     assert re.search(r"timed out \(cancelled\)\s*│\s*6", result.stdout)
     assert set(stored(tmp_path / "runs.db").values()) == {"cancelled"}
+    # The same kind as run_many(timeout_s=) and Engine(timeout_s=) store.
+    assert set(error_kinds(tmp_path / "runs.db").values()) == {"timeout"}
     resumed = cli("resume", "--all-cancelled", "--model", CLEAN)
     assert resumed.exit_code == 0, resumed.output
     assert set(stored(tmp_path / "runs.db").values()) == {"completed"}
+
+
+def test_a_record_whose_run_cannot_start_is_reported_and_the_rest_run(
+    cli: Cli, tmp_path: Path
+) -> None:
+    path = write_jsonl(tmp_path / "ids.jsonl", [ticket(1), ticket(2, id=""), ticket(3)])
+    result = cli("run", "ticket_routing", "--input", str(path), "--model", CLEAN)
+    assert result.exit_code == 0, result.output
+    assert counts(result.stdout)["completed"] == 2
+    assert re.search(r"could not start\s*│\s*1", result.stdout)
+    assert "a run id must be a non-empty string" in result.stdout
+    assert stored(tmp_path / "runs.db") == {"T-1": "completed", "T-3": "completed"}
