@@ -15,10 +15,11 @@ from typing import Any
 
 import pydantic_core
 
-from engine._base import JournalError
+from engine._base import JournalError, RunConflictError, RunNotFoundError
 from engine.store._types import JournalRecord, Run
 
 __all__ = [
+    "check_fence",
     "check_prune",
     "journal_records",
     "next_version",
@@ -80,6 +81,23 @@ def next_version(run: Run, expected_version: int) -> Run:
     gets a new object either way.
     """
     return run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
+
+
+def check_fence(run_id: str, owner: str | None, *, exists: bool, holder: str | None) -> None:
+    """Refuse an append to a run that does not exist, or that ``owner`` (when given) lost.
+
+    Raises:
+        RunNotFoundError: The run does not exist (a ``KeyError``).
+        RunConflictError: ``owner`` no longer holds the run (``holder`` does).
+    """
+    if not exists:
+        raise RunNotFoundError(run_id)
+    if owner is not None and holder != owner:
+        raise RunConflictError(
+            f"run {run_id!r} is now owned by {holder!r}, not {owner!r}; this worker "
+            "lost it and must stop writing",
+            run_id=run_id,
+        )
 
 
 def check_prune(older_than_s: float | None, keep_last: int | None) -> None:

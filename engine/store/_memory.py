@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from engine._base import RunConflictError, RunNotFoundError
 from engine.store._checks import (
+    check_fence,
     check_prune,
     next_version,
     prune_victims,
@@ -113,14 +113,9 @@ class MemoryStore:
         self._check_open()
         entries = _entries(run_id, records)
         run = self._runs.get(run_id)
-        if run is None:
-            raise RunNotFoundError(run_id)
-        if owner is not None and run.owner != owner:
-            raise RunConflictError(
-                f"run {run_id!r} is now owned by {run.owner!r}, not {owner!r}; this worker "
-                "lost it and must stop writing",
-                run_id=run_id,
-            )
+        check_fence(
+            run_id, owner, exists=run is not None, holder=None if run is None else run.owner
+        )
         self._journals[run_id].extend(entries)
 
     async def load_journal(self, run_id: str) -> list[JournalRecord]:

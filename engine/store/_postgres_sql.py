@@ -14,8 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, cast
 
-from engine._base import RunConflictError, RunNotFoundError
-from engine.store._checks import record_json, run_json
+from engine.store._checks import check_fence, record_json, run_json
 from engine.store._types import JournalRecord, Run
 
 __all__ = [
@@ -209,14 +208,7 @@ def fenced(run_id: str, owner: str | None, row: tuple[Any, ...]) -> None:
         RunConflictError: ``owner`` no longer holds the run.
     """
     exists, holder = row
-    if not exists:
-        raise RunNotFoundError(run_id)
-    if owner is not None and holder != owner:
-        raise RunConflictError(
-            f"run {run_id!r} is now owned by {holder!r}, not {owner!r}; this worker "
-            "lost it and must stop writing",
-            run_id=run_id,
-        )
+    check_fence(run_id, owner, exists=bool(exists), holder=holder)
 
 
 def save_trace(run_id: str, body: str) -> Statement:

@@ -13,8 +13,15 @@ import time
 from collections.abc import Sequence
 from typing import Any, cast
 
-from engine._base import JournalError, RunConflictError, RunNotFoundError
-from engine.store._checks import journal_records, prune_victims, record_json, run_json, trace_json
+from engine._base import JournalError
+from engine.store._checks import (
+    check_fence,
+    journal_records,
+    prune_victims,
+    record_json,
+    run_json,
+    trace_json,
+)
 from engine.store._types import JournalRecord, Run
 
 __all__ = [
@@ -158,15 +165,7 @@ def insert_journal(
 ) -> None:
     """Append journal rows, after checking the run exists and ``owner`` still holds it."""
     found = _rows(conn, "SELECT owner FROM runs WHERE run_id = ?", [run_id])
-    if not found:
-        raise RunNotFoundError(run_id)
-    holder = found[0][0]
-    if owner is not None and holder != owner:
-        raise RunConflictError(
-            f"run {run_id!r} is now owned by {holder!r}, not {owner!r}; this worker "
-            "lost it and must stop writing",
-            run_id=run_id,
-        )
+    check_fence(run_id, owner, exists=bool(found), holder=found[0][0] if found else None)
     _insert_rows(rows, conn)
 
 
