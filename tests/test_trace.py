@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from engine import DecisionError, Node, Runtime, Trace, agentic_function, decision
+from engine import DecisionError, Node, Runtime, Trace, agentic_function, decision, render_trace
+from engine._base import StoredNode
 from engine.models import ScriptedModel
 
 OPTIONS: dict[str, object] = {"approve": "APPROVED", "reject": "REJECTED"}
@@ -216,14 +217,27 @@ async def test_trace_to_json_is_valid_json_with_every_node() -> None:
     assert len(nodes[1]["data"]["reply"]) < 1000
 
 
-async def test_trace_render_tree_shows_the_nesting() -> None:
+async def test_trace_renders_as_a_tree_of_its_nesting() -> None:
     runtime = Runtime(ScriptedModel([pick("approve")]))
 
     await decision.make("Pick one.", OPTIONS, runtime=runtime)
 
-    lines = runtime.trace.render_tree().splitlines()
-    assert lines[0].startswith("decision [ok]")  # a kind named by itself is not repeated
-    assert lines[1].startswith("  model_call [ok]")
+    lines = render_trace(runtime.trace.to_dict()).splitlines()
+    assert lines[0].startswith("decision [approve, reject] → approve in 1 attempt(s)")
+    assert lines[1].startswith("└─ model call #0 scripted")
+
+
+async def test_trace_export_writes_every_key_of_a_stored_node() -> None:
+    runtime = Runtime(ScriptedModel([pick("approve")]))
+
+    await decision.make("Pick one.", OPTIONS, runtime=runtime)
+
+    exported = runtime.trace.to_dict()
+    assert set(exported) == {"nodes"}  # no earlier executions outside a resumed run
+    decision_node, call = exported["nodes"]
+    assert set(decision_node) == set(StoredNode.__annotations__)
+    assert call["parent_id"] == decision_node["id"]
+    assert decision_node["ended_at"] == decision_node["started_at"] + decision_node["duration_s"]
 
 
 async def test_trace_each_runtime_keeps_its_own_trace() -> None:

@@ -59,7 +59,15 @@ from engine._base._status import (
     move,
     release,
 )
-from engine._base._trace import Node, NodeKind, Trace, failed_at
+from engine._base._trace import (
+    Node,
+    NodeKind,
+    StoredExecution,
+    StoredNode,
+    StoredTrace,
+    Trace,
+    failed_at,
+)
 from engine._base._types import Clock, Flow, Sleep
 
 __all__ = [
@@ -103,6 +111,9 @@ __all__ = [
     "RunStopped",
     "ScriptExhaustedError",
     "Sleep",
+    "StoredExecution",
+    "StoredNode",
+    "StoredTrace",
     "Trace",
     "can_move",
     "check_replayable",

@@ -11,10 +11,10 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Iterator
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, Literal, NotRequired, TypedDict
 
-__all__ = ["Node", "NodeKind", "Trace", "failed_at", "summarise"]
+__all__ = ["Node", "NodeKind", "StoredExecution", "StoredNode", "StoredTrace", "Trace", "failed_at"]
 
 NodeKind = Literal[
     "run", "frame", "model_call", "decision", "repick", "tool_call", "step", "retry", "branch"
@@ -24,7 +24,7 @@ _SUMMARY_CHARS = 200
 _perf_counter = time.perf_counter
 
 
-def summarise(value: object, limit: int = _SUMMARY_CHARS) -> object:
+def _summarise(value: object, limit: int = _SUMMARY_CHARS) -> object:
     """Return a JSON-friendly, size-bounded summary of ``value`` for the trace."""
     if value is None or isinstance(value, bool | int | float):
         return value
@@ -39,6 +39,45 @@ def summarise(value: object, limit: int = _SUMMARY_CHARS) -> object:
             return value if len(text) <= limit else text[:limit] + "…"
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+class StoredNode(TypedDict):
+    """One node of a stored trace, as :meth:`Node.to_dict` writes it.
+
+    ``started_at`` and ``ended_at`` are seconds since the epoch (``ended_at`` and
+    ``duration_s`` are ``None`` for a node still open when the trace was stored); ``usage``
+    holds ``input_tokens`` and ``output_tokens`` when the node spent any; ``data`` holds
+    the node's inputs and outputs, summarised. A trace read back from a store may be older
+    or hand-made, so its readers take every key as possibly missing.
+    """
+
+    id: int
+    parent_id: int | None
+    kind: NodeKind
+    name: str
+    key: str
+    status: str
+    started_at: float
+    ended_at: float | None
+    duration_s: float | None
+    usage: dict[str, int]
+    data: dict[str, Any]
+
+
+class StoredExecution(TypedDict):
+    """The nodes of one execution of a run, in the order they were opened."""
+
+    nodes: list[StoredNode]
+
+
+class StoredTrace(StoredExecution):
+    """A run's stored trace, as :meth:`Trace.to_dict` writes it.
+
+    ``nodes`` are the last execution's; ``earlier``, only in the trace of a resumed run,
+    holds the executions before it, oldest first.
+    """
+
+    earlier: NotRequired[list[StoredExecution]]
 
 
 class Node:
@@ -125,15 +164,6 @@ class Node:
         trace.nodes.append(node)
         return node
 
-    def next_key(self, label: str) -> str:
-        """Return the next deterministic key for a child labelled ``label``."""
-        counters = self._counters
-        if counters is None:
-            counters = self._counters = {}
-        n = counters.get(label, 0)
-        counters[label] = n + 1
-        return f"{self.key}/{label}:{n}" if self.key else f"{label}:{n}"
-
     def close(self, status: str = "ok", **data: Any) -> None:
         """Close the node with a status, recording its duration and any final data."""
         self.duration_s = _perf_counter() - self._t0
@@ -156,7 +186,7 @@ class Node:
         usage["input_tokens"] = usage.get("input_tokens", 0) + input_tokens
         usage["output_tokens"] = usage.get("output_tokens", 0) + output_tokens
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StoredNode:
         """Return the node as a JSON-ready dict."""
         return {
             "id": self.id,
@@ -172,7 +202,7 @@ class Node:
             "data": {
                 k: v
                 if k in _KEEP or type(v) in _PLAIN or (type(v) is str and len(v) <= _SUMMARY_CHARS)
-                else summarise(v)
+                else _summarise(v)
                 for k, v in self.data.items()
             },
         }
@@ -202,38 +232,32 @@ _KEEP = frozenset({"options", "failures", "pick", "attempts", "enforcement", "la
 class Trace:
     """The nodes of one run, in the order they were opened."""
 
-    __slots__ = ("_ids", "_t0", "_wall0", "earlier", "nodes", "root_key")
+    __slots__ = ("_ids", "_t0", "_wall0", "earlier", "nodes")
 
-    def __init__(self, root_key: str = "") -> None:
+    def __init__(self) -> None:
         self.nodes: list[Node] = []
         #: The exported traces of a run's earlier executions (before its resumes), oldest
         #: first: kept whole beside this one's nodes, so no attempt is lost to a resume.
-        self.earlier: list[dict[str, Any]] = []
+        self.earlier: list[StoredExecution] = []
         # One wall-clock reading anchors every node's perf_counter reading.
         self._wall0 = time.time()
         self._t0 = _perf_counter()
         # next() on a count is atomic, so frames of plain-def options opened on worker
         # threads never share an id with nodes opened on the event loop.
         self._ids = itertools.count()
-        self.root_key = root_key
 
     def open(self, kind: NodeKind, name: str, *, parent: Node | None, **data: Any) -> Node:
         """Open a node under ``parent`` (``None`` for a root)."""
         if parent is not None:
             return parent.child(kind, name, **data)
         label = kind if kind in _KEYED_BY_KIND else name
-        key = f"{self.root_key}/{label}" if self.root_key else label
-        node = Node(next(self._ids), kind, name, key, None, self, data=data)
+        node = Node(next(self._ids), kind, name, label, None, self, data=data)
         self.nodes.append(node)
         return node
 
     def wall_at(self, t: float) -> float:
         """Return the wall-clock time of a ``time.perf_counter()`` reading ``t``."""
         return self._wall0 + (t - self._t0)
-
-    def roots(self) -> Iterator[Node]:
-        """Yield the nodes that have no parent."""
-        return (n for n in self.nodes if n.parent_id is None)
 
     def children(self, node: Node) -> list[Node]:
         """Return the direct children of ``node``, in opening order."""
@@ -243,40 +267,28 @@ class Trace:
         """Return every node of one kind, in opening order."""
         return [n for n in self.nodes if n.kind == kind]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StoredTrace:
         """Return the whole trace as a JSON-ready dict.
 
         ``nodes`` are this execution's; ``earlier``, when the run was resumed, holds the
         traces of the executions before it (``{"nodes": [...]}`` each, oldest first).
         """
-        exported: dict[str, Any] = {"nodes": [n.to_dict() for n in self.nodes]}
+        exported: StoredTrace = {"nodes": [n.to_dict() for n in self.nodes]}
         if self.earlier:
             exported["earlier"] = self.earlier
         return exported
 
-    def follow(self, stored: dict[str, Any] | None) -> None:
-        """Keep ``stored``, the exported trace of the run so far, as earlier executions."""
+    def follow(self, stored: Mapping[str, Any] | None) -> None:
+        """Keep ``stored``, the exported trace of the run so far, as earlier executions.
+
+        It is read back from a store, so it is taken as it is (an older trace may lack keys).
+        """
         if stored:
             self.earlier = [*stored.get("earlier", ()), {"nodes": stored.get("nodes", [])}]
 
     def to_json(self, *, indent: int | None = None) -> str:
         """Return the whole trace as JSON text."""
         return json.dumps(self.to_dict(), indent=indent, default=str)
-
-    def render_tree(self) -> str:
-        """Return the trace as an indented text tree, one node a line."""
-        by_parent: dict[int | None, list[Node]] = {}
-        for n in self.nodes:
-            by_parent.setdefault(n.parent_id, []).append(n)
-        lines: list[str] = []
-        stack = [(n, 0) for n in reversed(by_parent.get(None, []))]
-        while stack:
-            node, depth = stack.pop()
-            ms = f" {node.duration_s * 1000:.1f}ms" if node.duration_s is not None else ""
-            label = node.kind if node.name == node.kind else f"{node.kind} {node.name}"
-            lines.append(f"{'  ' * depth}{label} [{node.status}]{ms}")
-            stack.extend((c, depth + 1) for c in reversed(by_parent.get(node.id, [])))
-        return "\n".join(lines)
 
 
 # Kinds whose keys use the kind as label (many per parent), not the node's name.

@@ -315,7 +315,7 @@ class Executor:
     ) -> Run | None:
         """Write the run's outcome, its last journal records and its trace in one transaction."""
         records = hooks.journal.take_pending()
-        exported = trace.to_dict()
+        exported: dict[str, Any] = dict(trace.to_dict())  # a store takes a plain JSON dict
         stored = await self.store.finish_run(
             final, expected_version=version, records=records, trace=exported
         )

@@ -110,8 +110,8 @@ def test_providers_doc_anthropic_snippet(
 def test_providers_doc_tools_snippet(capsys: pytest.CaptureFixture[str]) -> None:
     out = run_snippet("tools", capsys)
 
-    assert "tool_call order_status" in out or "tool_call customer_tier" in out
-    assert "decision [ok]" in out
+    assert "tool order_status(" in out or "tool customer_tier(" in out
+    assert "decision [refund, wait] → " in out
 
 
 def test_providers_doc_simulated_snippet(capsys: pytest.CaptureFixture[str]) -> None:
