@@ -19,97 +19,34 @@ trace); the final trace shows only the last failure of a decision that still end
 Each journaled failure is placed at its decision in the final trace, or else in the latest
 earlier execution (``trace["earlier"]``) that reached it.
 
-Built from stored traces (:meth:`Engine.trace`) and, for resumed runs, their journals.
+Built from stored traces (:meth:`Engine.trace`, walked by :mod:`._stored`) and, for resumed
+runs, their journals; what each point counts is :mod:`._points`.
 """
 
 from __future__ import annotations
 
 import re
-import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from engine._observe._mermaid import DECISION_ERROR, render
+from engine._base import StoredNode
+from engine._observe._mermaid import render
+from engine._observe._points import (
+    DECISION_ERROR,
+    END,
+    RESUMED,
+    DecisionPoint,
+    EarlierFailure,
+    point_dict,
+)
+from engine._observe._stored import Execution, data_of, executions
 from engine.store import Store
 
-__all__ = ["DecisionPoint", "EarlierFailure", "OptionStats", "RoutingGraph"]
-
-RESUMED = "resumed"
+__all__ = ["RoutingGraph"]
 
 _GENERATION = re.compile(r"@\d+$")
-
-
-@dataclass(slots=True)
-class OptionStats:
-    """How one option of a decision point fared: offered, picked, attempts per pick."""
-
-    name: str
-    offered: int = 0
-    picked: int = 0
-    attempts: list[int] = field(default_factory=list)
-    #: Who made each pick, in the order of :attr:`attempts`: ``model``, ``repick``, ``retry``
-    #: or ``human``.
-    actors: list[str] = field(default_factory=list)
-
-    @property
-    def median_attempts(self) -> float | None:
-        """The median number of attempts the picks of this option took (``None`` if unpicked)."""
-        return statistics.median(self.attempts) if self.attempts else None
-
-    @property
-    def repicked(self) -> int:
-        """How many picks of this option needed a re-pick (more than one attempt)."""
-        return sum(1 for a in self.attempts if a > 1)
-
-    @property
-    def by_human(self) -> int:
-        """How many picks of this option were a person's (``resume(pick=...)``)."""
-        return self.actors.count("human")
-
-
-@dataclass(slots=True)
-class DecisionPoint:
-    """One decision of the flow's code, aggregated over every visit of every run."""
-
-    key: str
-    frame: str
-    index: int
-    label: str = ""
-    visits: int = 0
-    options: dict[str, OptionStats] = field(default_factory=dict)
-    errors: int = 0
-    error_kinds: Counter[str] = field(default_factory=Counter)
-    error_attempts: list[int] = field(default_factory=list)
-    other: Counter[str] = field(default_factory=Counter)
-    #: (picked option, next decision point key or ``end:<status>``) -> count.
-    next: Counter[tuple[str, str]] = field(default_factory=Counter)
-    #: (how a visit failed: ``DecisionError`` or another outcome, next decision point key,
-    #: ``end:<status>`` or ``resumed``) -> count.
-    next_failed: Counter[tuple[str, str]] = field(default_factory=Counter)
-
-    @property
-    def error_rate(self) -> float:
-        """The share of visits that ended in a ``DecisionError``."""
-        return self.errors / self.visits if self.visits else 0.0
-
-    def option(self, name: str) -> OptionStats:
-        """Return the stats of one option, creating them on first sight."""
-        stats = self.options.get(name)
-        if stats is None:
-            stats = self.options[name] = OptionStats(name)
-        return stats
-
-
-@dataclass(frozen=True, slots=True)
-class EarlierFailure:
-    """A journaled ``DecisionError``: the decision's key, kind, attempts and options."""
-
-    key: str
-    kind: str
-    attempts: int = 1
-    options: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -178,16 +115,14 @@ class RoutingGraph:
             earlier: The run's journaled decision failures, oldest first (a resumed run's
                 failures are in its journal, not all in its final trace).
         """
-        nodes: Sequence[Mapping[str, Any]] = trace.get("nodes", [])
+        execution = Execution(trace)
         self.runs += 1
         self.statuses[status] += 1
-        by_id = {n["id"]: n for n in nodes}
-        shown = _shown_failures(earlier, nodes)
+        shown = _shown_failures(earlier, execution)
         journaled = {key: earlier[i] for key, i in shown.items()}
         visits = [
-            self._visit(n, by_id, journaled.get(str(n.get("key"))))
-            for n in nodes
-            if n.get("kind") == "decision"
+            self._visit(n, execution, journaled.get(str(n.get("key"))))
+            for n in execution.find("decision")
         ]
         visits.sort(key=lambda v: v.id)
         reached: set[int] = set()
@@ -196,29 +131,29 @@ class RoutingGraph:
             reached.update(v.id for v in after)
             point = self.points[visit.point]
             routes = point.next_failed if visit.failed else point.next
-            for target in [v.point for v in after] or [f"end:{status}"]:
+            for target in [v.point for v in after] or [f"{END}{status}"]:
                 routes[(visit.outcome, target)] += 1
         for visit in visits:
             if visit.id not in reached:
                 self.starts[visit.point] += 1
         if not visits:
-            self.starts[f"end:{status}"] += 1
+            self.starts[f"{END}{status}"] += 1
         replaced = [f for i, f in enumerate(earlier) if shown.get(f.key) != i]
         if replaced:
-            self._add_earlier(replaced, [trace, *reversed(trace.get("earlier", ()))])
+            self._add_earlier(replaced, executions(trace)[::-1])
 
     def _add_earlier(
-        self, failures: Sequence[EarlierFailure], executions: Sequence[Mapping[str, Any]]
+        self, failures: Sequence[EarlierFailure], latest_first: Sequence[Execution]
     ) -> None:
         """Count failures a resume replaced, each at its decision in the latest execution."""
         for failure in failures:
-            found = _locate(failure.key, executions)
+            found = _locate(failure.key, latest_first)
             if found is None:
                 continue  # no stored execution reached this decision
-            node, by_id = found
-            point = self._point(node, _ancestors(node, by_id))
+            node, execution = found
+            point = self._point(node, execution.ancestors(node), execution)
             point.visits += 1
-            for name in failure.options or _data_of(node).get("options", []):
+            for name in failure.options or data_of(node).get("options", []):
                 point.option(str(name)).offered += 1
             point.errors += 1
             point.error_kinds[failure.kind] += 1
@@ -226,22 +161,23 @@ class RoutingGraph:
             point.next_failed[(DECISION_ERROR, RESUMED)] += 1
 
     def _visit(
-        self,
-        node: Mapping[str, Any],
-        by_id: Mapping[int, Mapping[str, Any]],
-        journaled: EarlierFailure | None,
+        self, node: StoredNode, execution: Execution, journaled: EarlierFailure | None
     ) -> _Visit:
-        chain = _ancestors(node, by_id)
-        point = self._point(node, chain)
+        chain = execution.ancestors(node)
+        point = self._point(node, chain, execution)
         failed, outcome = _record(point, node, journaled)
         branches = tuple(
-            (a["parent_id"], a["id"]) for a in reversed(chain) if _is_branch_index(a, by_id)
+            (group["id"], a["id"])
+            for a in reversed(chain)
+            if (group := _fan_out(a, execution)) is not None
         )
         return _Visit(node["id"], point.key, outcome, failed, branches)
 
-    def _point(self, node: Mapping[str, Any], chain: Sequence[Mapping[str, Any]]) -> DecisionPoint:
-        """Return the point of a decision node, creating it on first sight."""
-        key = _point_key(node, chain)
+    def _point(
+        self, node: StoredNode, chain: Sequence[StoredNode], execution: Execution
+    ) -> DecisionPoint:
+        """Return the point of a decision node (``chain``: its ancestors), made on first sight."""
+        key = _point_key(node, chain, execution)
         point = self.points.get(key)
         if point is None:
             frame = next((a["name"] for a in chain if a.get("kind") == "frame"), "flow")
@@ -282,7 +218,7 @@ class RoutingGraph:
             "runs": self.runs,
             "statuses": dict(self.statuses),
             "starts": dict(self.starts),
-            "points": [_point_dict(p, labels[k]) for k, p in self.points.items()],
+            "points": [point_dict(p, labels[k]) for k, p in self.points.items()],
         }
 
     def to_mermaid(self, *, direction: str = "TD") -> str:
@@ -304,9 +240,7 @@ async def _earlier_failures(store: Store, run_id: str) -> list[EarlierFailure]:
     ]
 
 
-def _shown_failures(
-    failures: Sequence[EarlierFailure], nodes: Sequence[Mapping[str, Any]]
-) -> dict[str, int]:
+def _shown_failures(failures: Sequence[EarlierFailure], execution: Execution) -> dict[str, int]:
     """Return, per decision key, the index of the journaled failure the final trace shows.
 
     A decision that ends in a ``DecisionError`` in the final trace (failed live, or a
@@ -315,55 +249,38 @@ def _shown_failures(
     """
     failed = {
         str(n.get("key"))
-        for n in nodes
-        if n.get("kind") == "decision" and _data_of(n).get("error") == DECISION_ERROR
+        for n in execution.find("decision")
+        if data_of(n).get("error") == DECISION_ERROR
     }
     last = {f.key: i for i, f in enumerate(failures)}
     return {key: i for key, i in last.items() if key in failed}
 
 
-def _locate(
-    key: str, executions: Sequence[Mapping[str, Any]]
-) -> tuple[Mapping[str, Any], dict[Any, Mapping[str, Any]]] | None:
-    """Find the decision node ``key`` in the first execution that reached it, with its nodes."""
-    for execution in executions:
-        nodes: Sequence[Mapping[str, Any]] = execution.get("nodes", [])
-        for node in nodes:
-            if node.get("kind") == "decision" and node.get("key") == key:
-                return node, {n["id"]: n for n in nodes}
+def _locate(key: str, latest_first: Sequence[Execution]) -> tuple[StoredNode, Execution] | None:
+    """Find the decision node ``key`` in the latest execution that reached it."""
+    for execution in latest_first:
+        for node in execution.find("decision"):
+            if node.get("key") == key:
+                return node, execution
     return None
 
 
-def _data_of(node: Mapping[str, Any]) -> Mapping[str, Any]:
-    data = node.get("data")
-    return data if isinstance(data, Mapping) else {}
-
-
-def _ancestors(
-    node: Mapping[str, Any], by_id: Mapping[int, Mapping[str, Any]]
-) -> list[Mapping[str, Any]]:
-    chain = []
-    parent = by_id.get(node.get("parent_id"))  # type: ignore[arg-type]
-    while parent is not None:
-        chain.append(parent)
-        parent = by_id.get(parent.get("parent_id"))  # type: ignore[arg-type]
-    return chain
-
-
-def _segment(node: Mapping[str, Any]) -> str:
+def _segment(node: StoredNode) -> str:
     return _GENERATION.sub("", str(node.get("key", "")).rpartition("/")[2])
 
 
-def _is_branch_index(node: Mapping[str, Any], by_id: Mapping[int, Mapping[str, Any]]) -> bool:
-    parent = by_id.get(node.get("parent_id"))  # type: ignore[arg-type]
-    return node.get("kind") == "branch" and parent is not None and parent.get("kind") == "branch"
+def _fan_out(node: StoredNode, execution: Execution) -> StoredNode | None:
+    """Return the group of concurrent branches ``node`` is one branch of, if it is one."""
+    parent = execution.parent(node)
+    if node.get("kind") == "branch" and parent is not None and parent.get("kind") == "branch":
+        return parent
+    return None
 
 
-def _point_key(node: Mapping[str, Any], chain: Sequence[Mapping[str, Any]]) -> str:
-    by_id = {a["id"]: a for a in chain}
+def _point_key(node: StoredNode, chain: Sequence[StoredNode], execution: Execution) -> str:
     # The run root is dropped (it names the run, not the code); branch indices fold into *.
     segments = [
-        "*" if _is_branch_index(a, by_id) else _segment(a)
+        "*" if _fan_out(a, execution) is not None else _segment(a)
         for a in reversed(chain)
         if a.get("parent_id") is not None
     ]
@@ -372,19 +289,19 @@ def _point_key(node: Mapping[str, Any], chain: Sequence[Mapping[str, Any]]) -> s
         return key
     # The branches of a map run one function, those of a gather may each run other code:
     # folded branches share a point only when their decisions offer the same options.
-    options = sorted(str(o) for o in _data_of(node).get("options", []))
+    options = sorted(str(o) for o in data_of(node).get("options", []))
     return f"{key} [{', '.join(options)}]"
 
 
 def _record(
-    point: DecisionPoint, node: Mapping[str, Any], journaled: EarlierFailure | None
+    point: DecisionPoint, node: StoredNode, journaled: EarlierFailure | None
 ) -> tuple[bool, str]:
     """Count one visit on its point; return whether it failed and its outcome.
 
     The outcome is the picked option, or how the visit failed. ``journaled`` is the
     journaled failure the node shows, which fills in what a replayed failure lacks.
     """
-    data = _data_of(node)
+    data = data_of(node)
     point.visits += 1
     for name in data.get("options", []):
         point.option(str(name)).offered += 1
@@ -439,31 +356,3 @@ def _successors(visit: _Visit, later: Sequence[_Visit]) -> list[_Visit]:
         if new and new[0][0] == group:
             firsts.setdefault(new[0][1], v)
     return list(firsts.values())
-
-
-def _point_dict(point: DecisionPoint, label: str) -> dict[str, Any]:
-    return {
-        "key": point.key,
-        "label": label,
-        "visits": point.visits,
-        "decision_errors": point.errors,
-        "error_rate": point.error_rate,
-        "error_kinds": dict(point.error_kinds),
-        "other_outcomes": dict(point.other),
-        "options": [
-            {
-                "name": o.name,
-                "offered": o.offered,
-                "picked": o.picked,
-                "median_attempts": o.median_attempts,
-                "repicked": o.repicked,
-                "by_human": o.by_human,
-            }
-            for o in point.options.values()
-        ],
-        "next": [
-            {"outcome": outcome, "failed": failed, "to": to, "count": n}
-            for failed, routes in ((False, point.next), (True, point.next_failed))
-            for (outcome, to), n in routes.items()
-        ],
-    }

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine._observe._points import DECISION_ERROR, END, RESUMED
+
 if TYPE_CHECKING:
-    from engine._observe._graph import DecisionPoint, OptionStats, RoutingGraph
+    from engine._observe._graph import RoutingGraph
+    from engine._observe._points import DecisionPoint, OptionStats
 
-__all__ = ["DECISION_ERROR", "render"]
+__all__ = ["render"]
 
-DECISION_ERROR = "DecisionError"
-_END = "end:"
-_RESUMED = "resumed"
 _BREAK = "<br/>"
 #: Mermaid entity codes; ``#`` first, as every code starts with it.
 _ENTITIES = (
@@ -61,10 +61,10 @@ def render(graph: RoutingGraph, *, direction: str = "TD") -> str:
         css = "done" if status == "completed" else "stopped"
         lines.append(f"    end_{status}{shape}:::{css}")
     resumed = sum(
-        n for p in graph.points.values() for (_, to), n in p.next_failed.items() if to == _RESUMED
+        n for p in graph.points.values() for (_, to), n in p.next_failed.items() if to == RESUMED
     )
     if resumed:
-        lines.append(f'    {_RESUMED}(["{_RESUMED} · {resumed}"]):::stopped')
+        lines.append(f'    {RESUMED}(["{RESUMED} · {resumed}"]):::stopped')
     lines.extend(_STYLES)
     return "\n".join(lines) + "\n"
 
@@ -118,10 +118,10 @@ def _pick_label(stats: OptionStats, visits: int) -> str:
 
 
 def _target(target: str, ids: dict[str, str]) -> str:
-    if target == _RESUMED:
-        return _RESUMED
-    if target.startswith(_END):
-        return f"end_{target[len(_END) :]}"
+    if target == RESUMED:
+        return RESUMED
+    if target.startswith(END):
+        return f"end_{target[len(END) :]}"
     return ids[target]
 
 

@@ -20,10 +20,11 @@ provider the application configured (``opentelemetry-sdk`` with any exporter). N
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine._base import STOPPED, RunNotFoundError
+from engine._base import STOPPED, RunNotFoundError, StoredNode
+from engine._observe._stored import Execution, data_of, executions
 from engine.store import Run, Store
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["export_run", "export_trace"]
 
-Node = Mapping[str, Any]
 _NS = 1_000_000_000
 _OK = frozenset({"ok", "running"})
 _MODEL_KINDS = frozenset({"model_call", "repick"})
@@ -53,10 +53,10 @@ def export_trace(
     from opentelemetry import trace as otel  # the otel extra: engine.otel checks it is there
 
     tracer = tracer or otel.get_tracer("engine")
-    earlier: Sequence[Mapping[str, Any]] = trace.get("earlier", ())
-    last = _start(tracer, trace.get("nodes", []), len(earlier), run=run, under=None)
+    *earlier, final = executions(trace)
+    last = _start(tracer, final, len(earlier), run=run, under=None)
     root = next((span for node, span in last if node.get("parent_id") is None), None)
-    trees = [_start(tracer, e.get("nodes", []), i, under=root) for i, e in enumerate(earlier)]
+    trees = [_start(tracer, e, i, under=root) for i, e in enumerate(earlier)]
     # End children before parents, each at its recorded end (or its start when unfinished);
     # the earlier executions before the root they hang under.
     for started in [*trees, last]:
@@ -67,28 +67,28 @@ def export_trace(
 
 def _start(
     tracer: Tracer,
-    nodes: Sequence[Node],
-    execution: int,
+    execution: Execution,
+    number: int,
     *,
     under: Span | None,
     run: Run | None = None,
-) -> list[tuple[Node, Span]]:
+) -> list[tuple[StoredNode, Span]]:
     """Start a span per node of one execution, each under its parent's; return them in order.
 
     Its run node's span goes under ``under`` (``None``: a root), and says which execution
-    it was; ``run`` describes the run on it.
+    it was (``number``, 0 for the first); ``run`` describes the run on it.
     """
     from opentelemetry import trace as otel
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
     spans: dict[Any, Span] = {}
-    started: list[tuple[Node, Span]] = []
-    for node in sorted(nodes, key=lambda n: (n.get("started_at") or 0.0, n.get("id", 0))):
+    started: list[tuple[StoredNode, Span]] = []
+    for node in execution.in_start_order():
         is_root = node.get("parent_id") is None
         parent = under if is_root else spans.get(node.get("parent_id"))
         attributes = _attributes(node)
         if is_root:
-            attributes["engine.execution"] = execution
+            attributes["engine.execution"] = number
         span = tracer.start_span(
             _name(node),
             context=otel.set_span_in_context(parent) if parent is not None else None,
@@ -99,7 +99,7 @@ def _start(
         if is_root and run is not None:
             _describe_run(span, run)
         elif node.get("status") not in _OK:
-            why = _data(node).get("error") or node.get("status")
+            why = data_of(node).get("error") or node.get("status")
             span.set_status(Status(StatusCode.ERROR, str(why)))
         spans[node.get("id")] = span
         started.append((node, span))
@@ -121,21 +121,21 @@ async def export_run(store: Store, run_id: str, *, tracer: Tracer | None = None)
     return export_trace(trace, run=run, tracer=tracer)
 
 
-def _name(node: Node) -> str:
+def _name(node: StoredNode) -> str:
     kind = str(node.get("kind"))
     name = str(node.get("name"))
     if kind == "run":
         return f"invoke_agent {name}"
     if kind in _MODEL_KINDS:
-        return f"chat {_data(node).get('model') or 'unknown'}"
+        return f"chat {data_of(node).get('model') or 'unknown'}"
     if kind == "tool_call":
         return f"execute_tool {name}"
     return name if kind == name else f"{kind} {name}"
 
 
-def _attributes(node: Node) -> dict[str, Any]:
+def _attributes(node: StoredNode) -> dict[str, Any]:
     kind = str(node.get("kind"))
-    data = _data(node)
+    data = data_of(node)
     attrs: dict[str, Any] = {"engine.node.kind": kind, "engine.node.key": str(node.get("key"))}
     if kind == "run":
         attrs.update({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": node["name"]})
@@ -150,7 +150,7 @@ def _attributes(node: Node) -> dict[str, Any]:
     return attrs
 
 
-def _model_attributes(node: Node, data: Mapping[str, Any]) -> dict[str, Any]:
+def _model_attributes(node: StoredNode, data: Mapping[str, Any]) -> dict[str, Any]:
     usage: Mapping[str, int] = node.get("usage") or {}
     attrs: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
@@ -195,11 +195,6 @@ def _describe_run(span: Span, run: Run) -> None:
     if run.status in STOPPED:  # finished short of completing: the span is an error
         kind = run.error.kind if run.error is not None else run.status
         span.set_status(Status(StatusCode.ERROR, f"{run.status}: {kind}"))
-
-
-def _data(node: Node) -> Mapping[str, Any]:
-    data = node.get("data")
-    return data if isinstance(data, Mapping) else {}
 
 
 def _ns(seconds: object) -> int | None:

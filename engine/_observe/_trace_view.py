@@ -11,9 +11,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine._base import StoredNode
+from engine._observe._stored import data_of, executions
+
 __all__ = ["TraceLine", "render_trace", "trace_lines"]
 
-Node = Mapping[str, Any]
 _REPLY_CHARS = 60
 _OK = frozenset({"ok", "running"})
 
@@ -38,21 +40,11 @@ def trace_lines(trace: Mapping[str, Any]) -> list[TraceLine]:
 
     A resumed run's earlier executions come first, each a tree of its own.
     """
-    lines: list[TraceLine] = []
-    for execution in [*trace.get("earlier", ()), trace]:
-        nodes: Sequence[Node] = execution.get("nodes", [])
-        children: dict[Any, list[Node]] = {}
-        for node in nodes:
-            children.setdefault(node.get("parent_id"), []).append(node)
-        lines.extend(_walk(children, None, 0))
-    return lines
-
-
-def _walk(children: Mapping[Any, list[Node]], parent: Any, depth: int) -> Iterator[TraceLine]:
-    for node in children.get(parent, []):
-        kind = str(node.get("kind", "?"))
-        yield TraceLine(depth, kind, str(node.get("status", "?")), describe(node))
-        yield from _walk(children, node.get("id"), depth + 1)
+    return [
+        TraceLine(depth, str(node.get("kind", "?")), str(node.get("status", "?")), describe(node))
+        for execution in executions(trace)
+        for node, depth in execution.walk()
+    ]
 
 
 def render_trace(trace: Mapping[str, Any]) -> str:
@@ -90,11 +82,11 @@ def _closed(lines: Sequence[TraceLine], index: int, depth: int) -> bool:
 # -- one line per node kind -------------------------------------------------------------------
 
 
-def describe(node: Node) -> str:
+def describe(node: StoredNode) -> str:
     """Return the one-line description of a trace node."""
     kind = str(node.get("kind"))
     text = _DESCRIBE.get(kind, _generic)(node)
-    data: Mapping[str, Any] = node.get("data", {})
+    data = data_of(node)
     if data.get("replayed"):
         text += " (replayed)"
     status = node.get("status")
@@ -103,17 +95,17 @@ def describe(node: Node) -> str:
     return f"{text}{_duration(node)}"
 
 
-def _run(node: Node) -> str:
+def _run(node: StoredNode) -> str:
     # describe() marks a run that did not complete with how it ended (suspended, error).
     return f"run {node.get('name')}"
 
 
-def _frame(node: Node) -> str:
+def _frame(node: StoredNode) -> str:
     return f"{node.get('name')}()"
 
 
-def _decision(node: Node) -> str:
-    data: Mapping[str, Any] = node.get("data", {})
+def _decision(node: StoredNode) -> str:
+    data = data_of(node)
     offered = ", ".join(map(str, data.get("options", [])))
     attempts = data.get("attempts")
     failures = data.get("failures") or []
@@ -127,8 +119,8 @@ def _decision(node: Node) -> str:
     return f"decision [{offered}] ✗ {error} after {attempts or '?'} attempt(s){tail}"
 
 
-def _model_call(node: Node) -> str:
-    data: Mapping[str, Any] = node.get("data", {})
+def _model_call(node: StoredNode) -> str:
+    data = data_of(node)
     usage: Mapping[str, int] = node.get("usage") or {}
     if node.get("kind") == "repick":
         parts = [f"re-pick #{data.get('attempt', 1)}"]
@@ -146,34 +138,34 @@ def _model_call(node: Node) -> str:
     return " ".join(parts)
 
 
-def _step(node: Node) -> str:
-    data: Mapping[str, Any] = node.get("data", {})
+def _step(node: StoredNode) -> str:
+    data = data_of(node)
     result = f" → {data['result']}" if "result" in data else ""
     return f"step {node.get('name')}{result}"
 
 
-def _tool_call(node: Node) -> str:
-    data: Mapping[str, Any] = node.get("data", {})
+def _tool_call(node: StoredNode) -> str:
+    data = data_of(node)
     args = f"({data['args']})" if "args" in data else "()"
     result = f" → {data['result']}" if "result" in data else ""
     return f"tool {node.get('name')}{args}{result}"
 
 
-def _branch(node: Node) -> str:
+def _branch(node: StoredNode) -> str:
     return f"branch {node.get('name')}"
 
 
-def _retry(node: Node) -> str:
-    data: Mapping[str, Any] = node.get("data", {})
+def _retry(node: StoredNode) -> str:
+    data = data_of(node)
     what = " ".join(str(data[k]) for k in ("layer", "kind") if k in data)
     return f"retry #{data.get('attempt', '?')} {what}".rstrip()
 
 
-def _generic(node: Node) -> str:
+def _generic(node: StoredNode) -> str:
     return f"{node.get('kind')} {node.get('name')}"
 
 
-_DESCRIBE: dict[str, Callable[[Node], str]] = {
+_DESCRIBE: dict[str, Callable[[StoredNode], str]] = {
     "run": _run,
     "frame": _frame,
     "decision": _decision,
@@ -186,7 +178,7 @@ _DESCRIBE: dict[str, Callable[[Node], str]] = {
 }
 
 
-def _duration(node: Node) -> str:
+def _duration(node: StoredNode) -> str:
     seconds = node.get("duration_s")
     if not isinstance(seconds, int | float):
         return ""
