@@ -1,7 +1,8 @@
-"""Durable runs: the run state machine, journaled execution, resume and crash recovery.
+"""The public face of the run engine: :class:`Engine` runs, resumes, recovers and stops runs.
 
-A run moves ``queued → running → completed | suspended | failed | cancelled`` and, on
-resume, ``suspended | failed | cancelled → running``. Every status change is a
+Its running lives in :mod:`._runner`, its store side (reading, pruning, queueing runs for
+workers) in :mod:`._engine_reads`, and many runs at once in :mod:`._batch`; the statuses a
+run moves through are :mod:`engine._base._status`'s. Every status change is a
 compare-and-set in the store, so two resumers of one run cannot both proceed. While a run
 is ``running`` its owner renews a lease; a run whose lease ran out (its process died) is
 taken over by :meth:`Engine.recover` and replayed from its journal.
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from engine._base import Flow
 from engine._limits import CircuitBreaker, ModelLimits, ProviderGuard
 from engine._retries import OnRetry, RunBudget
-from engine._run._batch import DEFAULT_CONCURRENCY, Batch, OnError, OnProgress
+from engine._run._batch import DEFAULT_CONCURRENCY, Batch, OnError, OnProgress, StartRun
 from engine._run._engine_reads import StoredRuns
 from engine._run._executor import Executor
 from engine._run._runner import Runner
@@ -278,7 +279,7 @@ class Engine(StoredRuns):
     def _batch(
         self,
         inputs: Inputs,
-        start: Callable[[Any, str], Any],
+        start: StartRun,
         concurrency: int | None,
         run_id: Callable[[Any], str] | None,
         progress: OnProgress | None,
@@ -378,6 +379,6 @@ class Engine(StoredRuns):
         await self._stops.shutdown(self.grace_s if grace_s is None else grace_s)
 
 
-def _same(run_id: Any) -> Any:
+def _same(run_id: str) -> str:
     """A resume batch's inputs are its run ids."""
     return run_id
