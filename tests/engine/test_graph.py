@@ -352,3 +352,20 @@ async def test_a_replayed_pick_keeps_who_made_it() -> None:
     assert second.options["b1"].by_human == 1
     assert (first.visits, second.visits) == (2, 2)
     assert first.error_kinds == second.error_kinds == {"no_action": 1}
+
+
+def test_an_older_trace_without_status_or_data_counts_an_unfinished_visit() -> None:
+    trace = {
+        "nodes": [
+            {"id": 0, "kind": "run", "name": "f", "key": "run"},
+            {"id": 1, "parent_id": 0, "kind": "frame", "name": "f", "key": "run/f:0"},
+            {"id": 2, "parent_id": 1, "kind": "decision", "key": "run/f:0/decision:0"},
+        ]
+    }
+    graph = RoutingGraph("f")
+    graph.add(trace, "failed")
+    (point,) = graph.points.values()
+    assert (point.key, point.frame, point.visits) == ("f:0/decision:0", "f", 1)
+    assert point.other == {"unfinished": 1}
+    assert point.next_failed == {("unfinished", "end:failed"): 1}
+    assert graph.starts == {point.key: 1}

@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from engine import Engine
 from engine.models import ScriptedModel
-from engine.otel import export_run
+from engine.otel import export_run, export_trace
 from engine.store import MemoryStore
 
 
@@ -121,3 +121,29 @@ async def test_a_resumed_run_exports_every_execution_in_one_trace() -> None:
     assert first.status.description == "suspended"
     failed = [s for s in spans if s.name == "decision" and s.status.status_code is StatusCode.ERROR]
     assert len(failed) == 2  # one per earlier execution; the last one picked by hand
+
+
+def test_an_older_or_hand_made_trace_exports_every_node() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace = {  # no times, no keys, data that is not a dict, a node whose parent is missing
+        "earlier": [{"nodes": [{"id": 0, "kind": "run", "name": "f", "status": "suspended"}]}],
+        "nodes": [
+            {"id": 0, "kind": "run", "name": "f", "status": "ok"},
+            {"id": 1, "parent_id": 0, "kind": "decision", "name": "decision", "data": None},
+            {"id": 2, "parent_id": 99, "kind": "step", "name": "ship", "status": "ok"},
+        ],
+    }
+    count = export_trace(trace, tracer=provider.get_tracer("test"))
+    spans = list(exporter.get_finished_spans())
+    assert count == len(spans) == 4
+    runs = [s for s in spans if s.name == "invoke_agent f"]
+    first, last = sorted(runs, key=lambda s: s.attributes["engine.execution"])
+    assert last.parent is None
+    assert first.parent.span_id == last.context.span_id
+    (decision,) = (s for s in spans if s.name == "decision")
+    assert decision.parent.span_id == last.context.span_id
+    assert decision.attributes["engine.decision.options"] == ()
+    (step,) = (s for s in spans if s.name == "step ship")
+    assert step.parent is None  # its parent is not in the trace

@@ -156,3 +156,48 @@ async def test_a_replayed_model_call_adds_no_tokens_to_the_trace() -> None:
         for n in execution["nodes"]
     )
     assert spent == resumed.usage.total_tokens
+
+
+async def test_a_run_resumed_twice_draws_every_execution_oldest_first() -> None:
+    store = MemoryStore()
+    runs = Engine(model=ScriptedModel([pick("tech"), pick("hold"), "?", "??"]), store=store)
+    await runs.run(sf.three_decisions, "t", run_id="r")
+    await runs.resume("r", model=ScriptedModel(["no"] * 2))  # fails again: still suspended
+    await runs.resume("r", pick={"call": "close"})
+    trace = await runs.trace("r")
+    assert trace is not None
+    lines = trace_lines(trace)
+    assert [line.status for line in lines if line.depth == 0] == ["suspended", "suspended", "ok"]
+    stored = [*trace["earlier"], trace]
+    assert len(lines) == sum(len(execution["nodes"]) for execution in stored)
+    # One tree per execution, in order: the last decision failed twice, then was picked by hand.
+    roots = [i for i, line in enumerate(lines) if line.depth == 0]
+    trees = [lines[a:b] for a, b in zip(roots, [*roots[1:], len(lines)], strict=True)]
+    closes = [
+        next(ln.text for ln in tree if ln.text.startswith("decision [close")) for tree in trees
+    ]
+    assert ["✗ DecisionError" in text for text in closes] == [True, True, False]
+    assert "→ close by hand" in closes[-1]
+
+
+def test_an_older_or_hand_made_trace_still_renders() -> None:
+    # Keys missing, data that is not a dict, a node without an id, one whose parent the
+    # trace lacks (not drawn), and one whose id is its own parent's (drawn once).
+    trace = {
+        "earlier": [{"nodes": [{"id": 0, "kind": "run", "name": "f", "status": "suspended"}]}],
+        "nodes": [
+            {"id": 0, "kind": "run", "name": "f", "status": "ok", "data": None},
+            {"id": 1, "parent_id": 0, "kind": "frame", "name": "f", "status": "ok"},
+            {"parent_id": 1, "kind": "step", "name": "no_id", "status": "ok"},
+            {"id": 1, "parent_id": 1, "kind": "step", "name": "loops", "status": "ok"},
+            {"id": 7, "parent_id": 99, "kind": "step", "name": "orphan", "status": "ok"},
+        ],
+    }
+    assert render_trace(trace).splitlines() == [
+        "run f ✗ suspended",
+        "run f",
+        "└─ f()",
+        "   ├─ step no_id",
+        "   └─ step loops",
+    ]
+    assert render_trace({}) == ""
