@@ -49,7 +49,8 @@ DEFAULT_CONCURRENCY = 100
 #: Starts (or resumes) the run of one input under the run id given; returns it as it ended.
 StartRun = Callable[[Any, str], Awaitable[Run]]
 OnProgress = Callable[[BatchProgress], object]
-#: Called with an input, its run id (``None`` when it has no valid one) and the error.
+#: Called with an input, its run id as given (``None``: the run id function raised, or gave
+#: no string) and the error.
 OnError = Callable[[Any, str | None, Exception], object]
 
 
@@ -77,7 +78,8 @@ class Batch:
         progress: Called with a copy of the :class:`BatchProgress` at each start and end.
         on_error: Called with ``(input, run_id, error)`` when an input's run cannot start
             (its run id is not a non-empty string, it is not JSON, its resume is refused);
-            the batch goes on without it. Without ``on_error``, that error stops the batch
+            the batch goes on without it. ``run_id`` is the id as given, or ``None`` when
+            the ``run_id`` function raised or gave no string. Without ``on_error``, that error stops the batch
             and is raised as it is. An error of the inputs themselves always stops it.
         handle_signals: On SIGINT or SIGTERM, shut the engine down gracefully (a second
             signal cuts the grace period short).
@@ -288,13 +290,15 @@ class Batch:
         if taken is None:
             return None
         index, item = taken
+        run_id: str | None = None
         try:
             run_id = RUN_IDS.new() if self.run_id is None else self.run_id(item)
             check_run_id(run_id)  # raised as is, by the batch, before anything is stored
         except Exception as exc:
             if self._on_error is None:
                 raise
-            self._not_started(item, None, exc)
+            # The id as given when it is a string (an empty one, say), for the report.
+            self._not_started(item, run_id if isinstance(run_id, str) else None, exc)
             return index, item, None
         # Registered before the run starts, so a cancel from now on reaches it. By input, not
         # by id: two inputs may name one run (the second finds it stored).

@@ -170,7 +170,7 @@ class BatchView:
 
     def not_started(self, item: Any, run_id: str | None, exc: Exception) -> None:
         """Count a run that could not start (the batch's ``on_error``); the others go on."""
-        self.tally.not_started.append((run_id or repr(item), str(exc)))
+        self.tally.not_started.append((run_id if run_id is not None else "?", str(exc)))
         log.warning("run_not_started", run_id=run_id, error=type(exc).__name__, message=str(exc))
         self.refresh()
 

@@ -31,7 +31,7 @@ async def test_on_error_gets_each_input_whose_run_cannot_start_and_the_batch_goe
     assert {r.status for r in runs} == {"completed"}
     [(_, odd_id, odd), (empty, empty_id, bad_id)] = refused
     assert (odd_id, type(odd)) == ("odd", JournalError)
-    assert (empty, empty_id, type(bad_id)) == ("", None, ValueError)
+    assert (empty, empty_id, type(bad_id)) == ("", "", ValueError)
     assert (seen[-1].started, seen[-1].not_started, seen[-1].completed) == (2, 2, 2)
     assert sorted(r.run_id for r in await store.list_runs()) == ["t1", "t4"]
 
