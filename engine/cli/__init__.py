@@ -2,8 +2,8 @@
 
 Installed as the ``engine`` command and runnable as ``python -m engine``. One module per
 concern: ``_run`` (run a file), ``_resume``, ``_show`` (one run's trace), ``_runs`` (list
-and prune), ``_graph`` (the routing graph); ``_batch`` and ``_progress`` drive and display
-many runs; ``_stores``, ``_models`` and ``_inputs`` turn options into objects.
+and prune), ``_graph`` (the routing graph); ``_progress`` follows and shows an engine
+batch of many runs; ``_stores``, ``_models`` and ``_inputs`` turn options into objects.
 """
 
 from __future__ import annotations
