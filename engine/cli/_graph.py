@@ -25,7 +25,7 @@ from engine.cli._run import StoreOpt
 from engine.cli._stores import open_store
 from engine.store import Store
 
-__all__ = ["graph", "render_file"]
+__all__ = ["graph"]
 
 _RENDERED = frozenset({".svg", ".png", ".pdf"})
 _RENDER_TIMEOUT_S = 120
@@ -62,7 +62,7 @@ def graph(
         if output is None:
             out.print(mermaid, markup=False, end="", soft_wrap=True)
             return
-        render_file(mermaid, output)
+        _render_file(mermaid, output)
         out.print(_summary(routing))
 
     run_async(body)
@@ -86,11 +86,11 @@ def _emit(text: str, output: Path | None) -> None:
         err.print(Text(f"wrote {output}"))
 
 
-def render_file(mermaid: str, output: Path) -> Path:
+def _render_file(mermaid: str, output: Path) -> None:
     """Write ``mermaid`` to ``output``, rendered by ``mmdc`` for image suffixes.
 
-    Returns:
-        The file written: ``output``, or the ``.mmd`` beside it when no renderer is found.
+    Without ``mmdc`` on PATH, an image is not drawn: the Mermaid text goes to the ``.mmd``
+    beside it, and a note says how to render it.
     """
     if output.suffix == ".md":
         output.write_text(f"```mermaid\n{mermaid}```\n", encoding="utf-8")
@@ -106,10 +106,9 @@ def render_file(mermaid: str, output: Path) -> Path:
                 f"the Mermaid text to {source}. Install it with `npm install -g "
                 "@mermaid-js/mermaid-cli`, or paste the text into https://mermaid.live"
             )
-            return source
+            return
         _run_mmdc(mmdc, source, output)
     err.print(Text(f"wrote {output}"))
-    return output
 
 
 def _run_mmdc(mmdc: str, source: Path, output: Path) -> None:
