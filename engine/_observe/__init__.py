@@ -1,7 +1,7 @@
 """Reading stored traces: the routing graph, its Mermaid drawing, the trace tree, OpenTelemetry.
 
-Everything here reads what a store keeps (runs and their traces, in the shape of
-:mod:`._stored`), never a live run.
+Everything here reads what a store keeps (runs and their traces, each a
+:class:`~engine._base.StoredTrace` walked by :mod:`._stored`), never a live run.
 """
 
 from engine._observe._graph import RoutingGraph
