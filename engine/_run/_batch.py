@@ -79,8 +79,9 @@ class Batch:
         on_error: Called with ``(input, run_id, error)`` when an input's run cannot start
             (its run id is not a non-empty string, it is not JSON, its resume is refused);
             the batch goes on without it. ``run_id`` is the id as given, or ``None`` when
-            the ``run_id`` function raised or gave no string. Without ``on_error``, that error stops the batch
-            and is raised as it is. An error of the inputs themselves always stops it.
+            the ``run_id`` function raised or gave no string. Without ``on_error``, that
+            error stops the batch and is raised as it is. An error of the inputs themselves
+            always stops it.
         handle_signals: On SIGINT or SIGTERM, shut the engine down gracefully (a second
             signal cuts the grace period short).
         grace_s: The grace period of a shutdown that a signal starts.
