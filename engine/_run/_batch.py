@@ -36,7 +36,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from engine._base import log
 from engine._run._batch_inputs import Feed, Inputs
 from engine._run._batch_progress import BatchProgress
-from engine._run._leases import Leases
+from engine._run._leases import BATCH_RENEWED, Leases
 from engine._run._pacing import PACING, RUN_IDS, check_run_id
 from engine._run._stopping import Stops
 from engine.store import Run, Store
@@ -143,7 +143,6 @@ class Batch:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         PACING.enter()
-        self._leases.share()  # one renewer (renew_all, below) keeps the batch's leases alive
         self._stops.open(self)
         self._tg.start_soon(self._background)
         self._tg.start_soon(self._feed)
@@ -175,7 +174,6 @@ class Batch:
                 raise
         finally:
             PACING.exit()
-            self._leases.unshare()
             self._stops.close(self)
 
     def __aiter__(self) -> AsyncIterator[Run]:
@@ -238,6 +236,8 @@ class Batch:
     async def _feed(self) -> None:
         # A pool of workers, each running one run at a time and reading the next input when it
         # is free: at most ``concurrency`` runs in flight, with a task per slot, not per run.
+        # Their runs start no lease renewer of their own: the batch's one renewer keeps them.
+        BATCH_RENEWED.set(True)  # this task's own context, copied by the workers it starts
         async with self._send, self._inputs:
             async with anyio.create_task_group() as pool:
                 self._pool = pool

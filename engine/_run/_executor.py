@@ -39,7 +39,7 @@ from engine._base import (
 from engine._retries import OnRetry, RunBudget, current_ledger
 from engine._run._flows import decode_input
 from engine._run._hooks import JournalHooks, journal_hooks
-from engine._run._leases import Halt, Holder, Leases, lease_expired
+from engine._run._leases import BATCH_RENEWED, Halt, Holder, Leases, lease_expired
 from engine._run._order import ProbeDone, ResumeOrder
 from engine._run._outcome import Outcome, log_end, verdict
 from engine._runtime import Runtime, current_hooks
@@ -203,7 +203,7 @@ class Executor:
             try:
                 if hooks.order.retry is not None:
                     await hooks.spending.ledger.note(hooks.order.retry)  # a run policy's resume
-                if self.leases.shared:  # a batch renewer keeps this run's lease alive
+                if BATCH_RENEWED.get():  # the batch's renewer keeps this run's lease alive
                     outcome.value = await self.call_flow(flow, holder.run, hooks, trace)
                 else:
                     outcome.value = await self._with_lease(flow, holder, hooks, trace)

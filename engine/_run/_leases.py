@@ -4,18 +4,26 @@ While a run is ``running`` its owner renews a lease on it; a run whose lease ran
 process died) may be taken over by another worker. One :class:`Holder` per run carries the
 latest stored version (shared by the run and its renewer, under a lock), the run's cancel
 scope, and the engine's request to stop it: at its next transition (a drain), or at once.
+A run started by a batch renews no lease of its own: the batch's one renewer renews every
+held lease in one group commit, for hundreds of runs in flight.
 """
 
 from __future__ import annotations
 
 import time
+from contextvars import ContextVar
 
 import anyio
 
 from engine._base import log
 from engine.store import Run, Store
 
-__all__ = ["Halt", "Holder", "Leases", "lease_expired"]
+__all__ = ["BATCH_RENEWED", "Halt", "Holder", "Leases", "lease_expired"]
+
+#: Set in a batch's own tasks (and so in the runs they start): the batch's renewer, which
+#: runs until the batch ends, keeps their leases alive. A run started anywhere else, even
+#: while a batch of the same engine runs, renews its own.
+BATCH_RENEWED: ContextVar[bool] = ContextVar("engine_batch_renewed", default=False)
 
 
 class Halt:
@@ -93,20 +101,6 @@ class Leases:
         self.owner = owner
         self.lease_s = lease_s
         self.holders: dict[str, Holder] = {}
-        #: Batches running a shared renewer; while any does, runs start no renewer of their own.
-        self.shared = 0
-
-    def share(self) -> None:
-        """Let a batch renew every held lease (it runs :meth:`renew_all` until it ends).
-
-        From now until the matching :meth:`unshare`, runs start no renewer of their own: one
-        renewer and one group commit serve hundreds of runs in flight.
-        """
-        self.shared += 1
-
-    def unshare(self) -> None:
-        """The batch's shared renewer stopped (see :meth:`share`)."""
-        self.shared -= 1
 
     async def renew_one(self, holder: Holder) -> None:
         """Renew one run's lease until it is no longer this owner's (cancel to stop)."""
