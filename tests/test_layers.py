@@ -59,6 +59,15 @@ def unit_of(dotted: str) -> str | None:
     return parts[1]
 
 
+def _is_module(dotted: str) -> bool:
+    """Tell whether ``dotted`` names a module or folder of the package."""
+    parts = dotted.split(".")
+    if parts[0] != "engine":
+        return False
+    where = PACKAGE.joinpath(*parts[1:])
+    return where.with_suffix(".py").exists() or (where / "__init__.py").exists()
+
+
 def imports_of(path: Path, source: str) -> list[Import]:
     """Every import of engine modules in ``source``, wherever it sits in the file."""
     rel = path.relative_to(PACKAGE.parent)
@@ -78,16 +87,14 @@ def imports_of(path: Path, source: str) -> list[Import]:
                 target = ".".join([*base, node.module] if node.module else base)
             else:
                 target = node.module or ""
-            if target == "engine":
-                # ``from engine import decision``: the names may be modules of the package.
-                found += [
-                    Import(str(rel), node.lineno, f"engine.{alias.name}")
-                    if (PACKAGE / f"{alias.name}.py").exists() or (PACKAGE / alias.name).is_dir()
-                    else Import(str(rel), node.lineno, "engine")
-                    for alias in node.names
-                ]
-            else:
-                found.append(Import(str(rel), node.lineno, target))
+            # ``from engine import decision``, ``from engine.store import _sqlite_sql``: a name
+            # that is a module of the package is an import of that module.
+            found += [
+                Import(str(rel), node.lineno, f"{target}.{alias.name}")
+                if _is_module(f"{target}.{alias.name}")
+                else Import(str(rel), node.lineno, target)
+                for alias in node.names
+            ]
     return [i for i in found if i.target.split(".")[0] == "engine"]
 
 
@@ -121,6 +128,60 @@ def _modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
+def _dotted(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(
+        ".__init__"
+    )
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every engine module and the engine modules it imports."""
+    modules = {_dotted(path): path for path in _modules()}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = {imp.target for imp in imports_of(path, path.read_text())}
+        found = set()
+        for target in targets:
+            while target not in modules and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target in modules and target != name:
+                found.add(target)
+        graph[name] = found
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Return the import circles of ``graph``: its strongly connected parts of two or more."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for dep in sorted(graph[node]):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
 def test_layers_every_unit_stands_on_a_floor() -> None:
     units = {home_of(path) for path in _modules()}
 
@@ -148,6 +209,16 @@ def test_layers_imports_run_downwards_through_faces() -> None:
     bad = [v for path in _modules() for v in violations(path, path.read_text())]
 
     assert bad == []
+
+
+def test_layers_no_import_circles() -> None:
+    assert circles(module_graph()) == []
+
+
+def test_layers_circle_finder_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+
+    assert circles(graph) == [["a", "b", "c"]]
 
 
 @pytest.mark.parametrize(
@@ -182,6 +253,12 @@ def test_layers_imports_run_downwards_through_faces() -> None:
             "import engine._run._engine\n",
             "past the face",
             id="plain-import-past-the-face",
+        ),
+        pytest.param(
+            "cli/_stores.py",
+            "from engine.store import _sqlite\n",
+            "past the face",
+            id="private-module-through-the-face",
         ),
     ],
 )

@@ -19,8 +19,8 @@ from pydantic.errors import PydanticUserError
 from pydantic_core import to_jsonable_python
 
 from engine._base import OptionsTypeError
-from engine._decision._check import FieldError, adapter, check
-from engine._decision._spec import BASIC, Spec, hashable
+from engine._decision._check import FieldError, check
+from engine._decision._spec import BASIC, Spec, adapter, hashable
 
 __all__ = ["from_annotation", "inferred", "is_annotation"]
 

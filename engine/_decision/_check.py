@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
+
+from engine._decision._spec import adapter
 
 if TYPE_CHECKING:
     from engine._decision._spec import Spec
 
-__all__ = ["FieldError", "adapter", "check"]
+__all__ = ["FieldError", "check"]
 
 
 class FieldError(Exception):
@@ -27,20 +28,6 @@ class FieldError(Exception):
         self.kind = kind
         self.path = path
         super().__init__(message)
-
-
-def adapter(annotation: Any) -> TypeAdapter[Any]:
-    """Return the pydantic adapter of an annotation, cached when the annotation is hashable."""
-    try:
-        hash(annotation)
-    except TypeError:
-        return TypeAdapter(annotation)  # Annotated[..., {...}] and the like: build uncached
-    return _cached_adapter(annotation)
-
-
-@lru_cache(maxsize=1024)
-def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(annotation)
 
 
 def check(spec: Spec, value: object, path: str) -> object:

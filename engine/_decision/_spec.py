@@ -12,11 +12,25 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from pydantic import TypeAdapter
 from pydantic.errors import PydanticUserError
 
-from engine._decision._check import adapter
+__all__ = ["BASIC", "Kind", "Spec", "adapter", "hashable", "object_schema"]
 
-__all__ = ["BASIC", "Kind", "Spec", "hashable", "object_schema"]
+
+def adapter(annotation: Any) -> TypeAdapter[Any]:
+    """Return the pydantic adapter of an annotation, cached when the annotation is hashable."""
+    try:
+        hash(annotation)
+    except TypeError:
+        return TypeAdapter(annotation)  # Annotated[..., {...}] and the like: build uncached
+    return _cached_adapter(annotation)
+
+
+@lru_cache(maxsize=1024)
+def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
+
 
 Kind = Literal["str", "int", "float", "bool", "list", "dict", "object", "model", "any"]
 

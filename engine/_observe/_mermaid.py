@@ -1,4 +1,4 @@
-"""Draw a :class:`~engine._observe._graph.RoutingGraph` as a Mermaid flowchart.
+"""Draw a routing graph (:class:`~engine._observe._graph.RoutingGraph`) as a Mermaid flowchart.
 
 Decision points are hexagons, options rounded boxes, final run statuses stadiums. An edge
 from a decision to an option reads ``picks · share of visits · median attempts``; a
@@ -12,13 +12,29 @@ as written and none can break the chart or add HTML.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from engine._observe._points import DECISION_ERROR, END, RESUMED
 
 if TYPE_CHECKING:
-    from engine._observe._graph import RoutingGraph
     from engine._observe._points import DecisionPoint, OptionStats
+
+
+class Drawable(Protocol):
+    """What a drawing reads of a routing graph (:class:`~engine._observe._graph.RoutingGraph`)."""
+
+    flow: str | None
+    runs: int
+
+    @property
+    def statuses(self) -> Mapping[str, int]: ...
+    @property
+    def points(self) -> Mapping[str, DecisionPoint]: ...
+    @property
+    def starts(self) -> Mapping[str, int]: ...
+    def labels(self) -> Mapping[str, str]: ...
+
 
 __all__ = ["render"]
 
@@ -41,7 +57,7 @@ _STYLES = (
 )
 
 
-def render(graph: RoutingGraph, *, direction: str = "TD") -> str:
+def render(graph: Drawable, *, direction: str = "TD") -> str:
     """Return the Mermaid flowchart of ``graph`` (one text block ending with a newline)."""
     ids = {key: f"p{i}" for i, key in enumerate(graph.points)}
     labels = graph.labels()
