@@ -134,13 +134,23 @@ class Engine(StoredRuns):
 
     @property
     def timeout_s(self) -> float | None:
-        """The longest any run may run at once (``timeout_s=``)."""
+        """The longest any run may run at once (``timeout_s=``); settable."""
         return self._runner.timeout_s
+
+    @timeout_s.setter
+    def timeout_s(self, timeout_s: float | None) -> None:
+        if timeout_s is not None:
+            check_timeout(timeout_s)
+        self._runner.timeout_s = timeout_s
 
     @property
     def run_policy(self) -> AsyncRetrying | None:
-        """Layer 4, the run policy (``run_policy=``)."""
+        """Layer 4, the run policy (``run_policy=``); settable."""
         return self._runner.run_policy
+
+    @run_policy.setter
+    def run_policy(self, policy: AsyncRetrying | None) -> None:
+        self._runner.run_policy = policy
 
     @property
     def stopping(self) -> bool:

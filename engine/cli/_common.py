@@ -16,6 +16,7 @@ from engine._base import mask_secrets
 
 __all__ = [
     "DEFAULT_STORE",
+    "STATUS_STYLE",
     "CliError",
     "abort",
     "err",
@@ -31,6 +32,16 @@ T = TypeVar("T")
 
 #: The store every command uses unless ``--store`` or ``ENGINE_STORE`` names another.
 DEFAULT_STORE = "sqlite:///engine.db"
+
+#: How each run status is coloured, wherever a command prints one.
+STATUS_STYLE = {
+    "completed": "green",
+    "suspended": "yellow",
+    "failed": "red",
+    "cancelled": "magenta",
+    "running": "cyan",
+    "queued": "dim",
+}
 
 #: Results (tables, trees, Mermaid) go to stdout; progress, notes and errors to stderr.
 out = Console(highlight=False, soft_wrap=False)

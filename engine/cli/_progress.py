@@ -30,20 +30,13 @@ from rich.text import Text
 
 from engine._base import mask_secrets
 from engine._run import Batch, BatchProgress
-from engine.cli._common import err
+from engine.cli._common import STATUS_STYLE, err
 from engine.cli._inputs import BadLine
 from engine.store import Run
 
 __all__ = ["BatchView", "Tally", "summary"]
 
 log = structlog.get_logger("engine.cli")
-
-_STATUS_STYLE = {
-    "completed": "green",
-    "suspended": "yellow",
-    "failed": "red",
-    "cancelled": "magenta",
-}
 
 
 @dataclass(slots=True)
@@ -202,7 +195,7 @@ def summary(tally: Tally, title: str) -> RenderableType:
     table.add_column("outcome")
     table.add_column("runs", justify="right")
     for status in ("completed", "suspended", "failed", "cancelled"):
-        style = _STATUS_STYLE[status]
+        style = STATUS_STYLE[status]
         table.add_row(Text(status, style=style), str(tally.statuses[status]))
     if tally.existing:
         table.add_row("already in the store", str(tally.existing))

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from engine._base import DecisionError, RunConflictError, mask_secrets
+from engine._base import DecisionError, RunConflictError, RunNotFoundError, mask_secrets
 from engine._run import Engine
 from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, parse_pick, run_async
 from engine.cli._inputs import short_name
@@ -113,7 +113,9 @@ async def _one(
         )
     except (RunConflictError, ValueError) as exc:
         fail(str(exc))
-    except LookupError as exc:
+    except RunNotFoundError as exc:  # deleted since it was looked up (a prune, another host)
+        fail(f"{exc}; it was deleted while being resumed")
+    except LookupError as exc:  # the run's flow
         fail(f"{exc}; run the command from the folder the flow's module lives in")
     out.print(run_panel(resumed))
 

@@ -18,21 +18,13 @@ from rich.text import Text
 from rich.tree import Tree
 
 from engine._observe import TraceLine, trace_lines
-from engine.cli._common import DEFAULT_STORE, out, run_async
+from engine.cli._common import DEFAULT_STORE, STATUS_STYLE, out, run_async
 from engine.cli._run import StoreOpt
 from engine.cli._stores import find_run, open_store
 from engine.store import Run
 
 __all__ = ["run_panel", "show", "status_text"]
 
-STATUS_STYLE = {
-    "completed": "green",
-    "suspended": "yellow",
-    "failed": "red",
-    "cancelled": "magenta",
-    "running": "cyan",
-    "queued": "dim",
-}
 _KIND_STYLE = {"decision": "bold", "step": "blue", "tool_call": "blue", "run": "bold"}
 
 

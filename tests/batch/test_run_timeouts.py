@@ -52,3 +52,22 @@ async def test_run_many_timeout_applies_to_each_run_of_the_batch() -> None:
     assert [(r.status, r.error.kind if r.error else None) for r in runs] == [
         ("cancelled", "timeout")
     ] * 3
+
+
+async def test_a_timeout_set_on_the_engine_after_it_was_built_applies_to_later_runs() -> None:
+    eng = Engine(model=SimulatedModel(seed=1), store=MemoryStore())
+    eng.timeout_s = 0.05
+
+    run = await eng.run(stalls, "t1", run_id="r1")
+
+    assert eng.timeout_s == 0.05
+    assert run.status == "cancelled"
+    assert run.error is not None
+    assert run.error.kind == "timeout"
+
+
+def test_a_timeout_set_on_the_engine_is_checked() -> None:
+    eng = Engine(model=SimulatedModel(seed=1), store=MemoryStore())
+
+    with pytest.raises(ValueError, match="timeout_s must be a number of seconds > 0"):
+        eng.timeout_s = -1
