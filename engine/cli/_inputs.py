@@ -27,7 +27,7 @@ from engine.cli._common import fail
 
 __all__ = [
     "BadLine",
-    "Flow",
+    "FoundFlow",
     "Record",
     "count_lines",
     "flow_name",
@@ -39,7 +39,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class Flow:
+class FoundFlow:
     """A flow found by name: the function, its stored name and its input's validator."""
 
     fn: Callable[..., Any]
@@ -91,7 +91,7 @@ def flow_name(spec: str) -> str:
     return names[spec]
 
 
-def load_flow(spec: str) -> Flow:
+def load_flow(spec: str) -> FoundFlow:
     """Import the flow ``spec`` names; stop with what to fix when it cannot be found."""
     target = flow_name(spec)
     module_name, _, qualname = target.partition(":")
@@ -107,7 +107,7 @@ def load_flow(spec: str) -> Flow:
     if not callable(obj):
         fail(f"flow {spec!r}: {target} is not a function")
     param, adapter = _input_of(obj, target)
-    return Flow(obj, target, param, adapter)
+    return FoundFlow(obj, target, param, adapter)
 
 
 def _unknown(spec: str, names: dict[str, str]) -> typing.NoReturn:
@@ -144,7 +144,9 @@ def count_lines(path: Path) -> int:
         return sum(1 for line in lines if line.strip())
 
 
-def read_records(path: Path, flow: Flow, *, id_field: str | None) -> Iterator[Record | BadLine]:
+def read_records(
+    path: Path, flow: FoundFlow, *, id_field: str | None
+) -> Iterator[Record | BadLine]:
     """Yield each non-blank line of ``path`` as a :class:`Record` or a :class:`BadLine`.
 
     A record's run id is its ``id_field`` value when it has one (so running a file twice
@@ -156,7 +158,7 @@ def read_records(path: Path, flow: Flow, *, id_field: str | None) -> Iterator[Re
                 yield _record(number, line, flow, id_field)
 
 
-def _record(number: int, raw: bytes, flow: Flow, id_field: str | None) -> Record | BadLine:
+def _record(number: int, raw: bytes, flow: FoundFlow, id_field: str | None) -> Record | BadLine:
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
