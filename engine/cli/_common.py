@@ -1,9 +1,15 @@
-"""What every command shares: the consoles, failing with a fix, running async bodies, picks."""
+"""What every command shares: the consoles, the exit statuses, failing with a fix, picks.
+
+Every command ends with one of the exit statuses below (the README's table): ``engine run``,
+``resume``, ``recover``, ``submit``, ``worker`` and ``prune`` alike, so cron and CI can tell
+what happened without reading the output.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -16,6 +22,12 @@ from engine._base import mask_secrets
 
 __all__ = [
     "DEFAULT_STORE",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOTHING_STARTED",
+    "EXIT_OK",
+    "EXIT_STOPPED",
+    "EXIT_STORE",
+    "EXIT_USAGE",
     "STATUS_STYLE",
     "CliError",
     "abort",
@@ -33,6 +45,19 @@ T = TypeVar("T")
 #: The store every command uses unless ``--store`` or ``ENGINE_STORE`` names another.
 DEFAULT_STORE = "sqlite:///engine.db"
 
+#: Every run (or every line of the file) completed; or there was nothing to do.
+EXIT_OK = 0
+#: Some runs stopped (suspended, failed, cancelled), or some lines could not run; the rest did.
+EXIT_STOPPED = 1
+#: Bad usage: an unknown option, a missing argument, a value that does not fit (click's 2).
+EXIT_USAGE = 2
+#: Nothing could start: every line bad, every run held by another process, or the like.
+EXIT_NOTHING_STARTED = 3
+#: The store is unreachable or damaged.
+EXIT_STORE = 4
+#: Ctrl-C or SIGTERM stopped the command (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
 #: How each run status is coloured, wherever a command prints one.
 STATUS_STYLE = {
     "completed": "green",
@@ -49,30 +74,43 @@ err = Console(stderr=True, highlight=False)
 
 
 class CliError(Exception):
-    """A problem the user can fix: printed as one ``error:`` line, exit status 2."""
+    """A problem the user can fix: printed as one ``error:`` line, exit status ``code``."""
 
-    def __init__(self, message: str, *, code: int = 2) -> None:
+    def __init__(self, message: str, *, code: int = EXIT_USAGE) -> None:
         self.code = code
         super().__init__(message)
 
 
-def fail(message: str, *, code: int = 2) -> NoReturn:
+def fail(message: str, *, code: int = EXIT_USAGE) -> NoReturn:
     """Stop the command with ``message`` (what went wrong and how to fix it)."""
     raise CliError(message, code=code)
 
 
-def abort(message: str, *, code: int = 2) -> NoReturn:
+def abort(message: str, *, code: int = EXIT_USAGE) -> NoReturn:
     """Print ``error: message`` on stderr and exit with ``code``."""
     err.print(Text.assemble(("error: ", "bold red"), mask_secrets(message)), soft_wrap=True)
     raise typer.Exit(code)
 
 
 def run_async(body: Callable[[], Awaitable[T]]) -> T:
-    """Run an async command body; a :class:`CliError` becomes a message and an exit status."""
+    """Run an async command body; every error it stops on becomes one line and an exit status.
+
+    A :class:`CliError` says its own fix; a store that fails mid-command (a damaged SQLite
+    file, a full disk) and a Ctrl-C that reaches here get a line of their own.
+    """
     try:
         return anyio.run(body)
     except CliError as exc:
         abort(str(exc), code=exc.code)
+    except sqlite3.Error as exc:
+        abort(
+            f"the store failed: {exc}; check the file (`engine runs` reads it) or restore a copy",
+            code=EXIT_STORE,
+        )
+    except KeyboardInterrupt:
+        abort(
+            "interrupted; runs stopped part way resume with `engine resume`", code=EXIT_INTERRUPTED
+        )
 
 
 def note(message: str) -> None:
