@@ -1,9 +1,10 @@
 """The ``engine`` command line: run flows over files, look inside runs, resume, draw graphs.
 
 Installed as the ``engine`` command and runnable as ``python -m engine``. One module per
-concern: ``_run`` (run a file), ``_resume``, ``_show`` (one run's trace), ``_runs`` (list
-and prune), ``_graph`` (the routing graph); ``_progress`` follows and shows an engine
-batch of many runs; ``_stores``, ``_models`` and ``_inputs`` turn options into objects.
+concern: ``_run`` (run a file), ``_resume``, ``_recover`` (the runs of a process that died),
+``_show`` (one run's trace), ``_runs`` (list and prune), ``_graph`` (the routing graph);
+``_progress`` follows and shows an engine batch of many runs; ``_stores``, ``_models`` and
+``_inputs`` turn options into objects.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import typer
 
 from engine._base import configure_logging
 from engine.cli._graph import graph
+from engine.cli._recover import recover
 from engine.cli._resume import resume
 from engine.cli._run import run
 from engine.cli._runs import prune, runs
@@ -61,6 +63,7 @@ app.command()(run)
 app.command()(runs)
 app.command()(show)
 app.command()(resume)
+app.command()(recover)
 app.command()(graph)
 app.command()(prune)
 app.command("submit")(submit_command)

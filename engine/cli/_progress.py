@@ -3,7 +3,8 @@
 ``engine run`` and ``engine resume --all-…`` drive an :class:`~engine.Engine` batch like any
 program does; a :class:`BatchView` reads the batch's runs as they finish (and its progress and
 not-started callbacks) into a :class:`Tally`, shows it on stderr while it runs, and
-:func:`summary` prints what it came to.
+:func:`summary` prints what it came to: one row per outcome, the rows adding up to the
+file's lines, and :func:`exit_status` the command's exit status.
 """
 
 from __future__ import annotations
@@ -30,11 +31,18 @@ from rich.text import Text
 
 from engine._base import mask_secrets
 from engine._run import Batch, BatchProgress
-from engine.cli._common import STATUS_STYLE, err
+from engine.cli._common import (
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_STARTED,
+    EXIT_OK,
+    EXIT_STOPPED,
+    STATUS_STYLE,
+    err,
+)
 from engine.cli._inputs import BadLine
 from engine.store import Run
 
-__all__ = ["BatchView", "Tally", "summary"]
+__all__ = ["BatchView", "Tally", "exit_status", "summary"]
 
 log = structlog.get_logger("engine.cli")
 
@@ -49,10 +57,18 @@ class Tally:
     started_at: float = field(default_factory=time.time)
     clock: float = field(default_factory=time.monotonic)
     in_flight: int = 0
+    #: The runs that ran in this command, by how they ended.
     statuses: Counter[str] = field(default_factory=Counter)
-    existing: int = 0
+    #: Runs found already stored and finished (a rerun of a file), by status.
+    stored: Counter[str] = field(default_factory=Counter)
     timed_out: int = 0
+    #: Runs another live process holds (``running`` with a live lease, or ``queued``).
+    held: list[str] = field(default_factory=list)
+    #: Runs whose process died (``running``, lease run out): ``engine recover`` takes them.
+    orphaned: list[str] = field(default_factory=list)
     skipped: list[BadLine] = field(default_factory=list)
+    #: Line numbers whose run id an earlier line of the file already gave.
+    duplicates: list[int] = field(default_factory=list)
     not_started: list[tuple[str, str]] = field(default_factory=list)
     tokens: int = 0
     model_calls: int = 0
@@ -63,9 +79,22 @@ class Tally:
     failures: Counter[str] = field(default_factory=Counter)
 
     @property
+    def existing(self) -> int:
+        """Runs that were already stored, finished, before this command."""
+        return sum(self.stored.values())
+
+    @property
     def done(self) -> int:
-        """Runs finished (in any status), lines skipped and runs that could not start."""
-        return sum(self.statuses.values()) + len(self.skipped) + len(self.not_started)
+        """Lines (or runs) accounted for: every row of the summary but the total."""
+        return (
+            sum(self.statuses.values())
+            + self.existing
+            + len(self.held)
+            + len(self.orphaned)
+            + len(self.skipped)
+            + len(self.duplicates)
+            + len(self.not_started)
+        )
 
     @property
     def elapsed(self) -> float:
@@ -79,12 +108,18 @@ class Tally:
         return sum(self.statuses.values()) / elapsed if elapsed > 0 else 0.0
 
     def finish(self, run: Run) -> None:
-        """Count one finished run."""
-        self.statuses[run.status] += 1
+        """Count one run the batch handed back: finished, stored before, or held elsewhere."""
+        if run.status in ("running", "queued"):  # stored before, and not ours: left alone
+            expired = run.lease_expires_at is None or run.lease_expires_at < time.time()
+            dead = run.status == "running" and expired
+            (self.orphaned if dead else self.held).append(run.run_id)
+            return
         self.tokens += run.usage.total_tokens
         self.model_calls += run.model_calls
         if self.track_existing and run.created_at < self.started_at:
-            self.existing += 1
+            self.stored[run.status] += 1
+        else:
+            self.statuses[run.status] += 1
         if run.status != "completed":
             self.stopped.setdefault(run.status, []).append(run.run_id)
         error = run.error
@@ -167,6 +202,12 @@ class BatchView:
         log.warning("run_not_started", run_id=run_id, error=type(exc).__name__, message=str(exc))
         self.refresh()
 
+    def duplicate(self, line: int) -> None:
+        """Count an input line whose run id an earlier line already gave."""
+        self.tally.duplicates.append(line)
+        log.warning("input_line_duplicate", line=line)
+        self.refresh()
+
     def skip(self, bad: BadLine) -> None:
         """Count an input line that was skipped."""
         self.tally.skipped.append(bad)
@@ -197,14 +238,24 @@ def summary(tally: Tally, title: str) -> RenderableType:
     for status in ("completed", "suspended", "failed", "cancelled"):
         style = STATUS_STYLE[status]
         table.add_row(Text(status, style=style), str(tally.statuses[status]))
-    if tally.existing:
-        table.add_row("already in the store", str(tally.existing))
-    if tally.timed_out:
-        table.add_row("timed out (cancelled)", str(tally.timed_out))
-    if tally.not_started:
-        table.add_row(Text("could not start", style="red"), str(len(tally.not_started)))
-    if tally.skipped:
-        table.add_row(Text("input lines skipped", style="red"), str(len(tally.skipped)))
+    if tally.timed_out:  # a part of the cancelled row, not a row of its own
+        table.add_row(
+            Text("  of them timed out (cancelled)", style="dim"), Text(str(tally.timed_out))
+        )
+    rows = (
+        ("already in the store", tally.existing, ""),
+        ("held by another process: left alone", len(tally.held), "cyan"),
+        ("its process died: `engine recover`", len(tally.orphaned), "yellow"),
+        ("could not start", len(tally.not_started), "red"),
+        ("input lines skipped", len(tally.skipped), "red"),
+        ("duplicate id in the file", len(tally.duplicates), "red"),
+        ("never started (interrupted)", tally.total - tally.done, "magenta"),
+    )
+    for label, count, style in rows:
+        if count > 0:
+            table.add_row(Text(label, style=style), str(count))
+    table.add_section()
+    table.add_row(Text("total", style="bold"), str(max(tally.total, tally.done)))
     stats = Text(
         f"{tally.model_calls:,} model calls · {tally.tokens:,} tokens · "
         f"{tally.elapsed:.1f} s · {tally.rate:.1f} runs/s",
@@ -215,7 +266,14 @@ def summary(tally: Tally, title: str) -> RenderableType:
         table,
         stats,
     ]
+    if tally.stored.keys() - {"completed"}:
+        counts = ", ".join(f"{n} {s}" for s, n in tally.stored.most_common())
+        parts.append(Text(f"already in the store: {counts}", style="dim"))
     parts.extend(Text(f"line {b.line}: {b.reason}", style="red") for b in tally.skipped[:20])
+    if tally.duplicates:
+        lines = ", ".join(map(str, tally.duplicates[:10]))
+        more = "…" if len(tally.duplicates) > 10 else ""
+        parts.append(Text(f"lines {lines}{more}: a run id an earlier line gave", style="red"))
     if len(tally.skipped) > 20:
         parts.append(Text(f"... and {len(tally.skipped) - 20} more skipped lines", style="red"))
     parts.extend(Text(f"run {i}: {m}", style="red") for i, m in tally.not_started[:10])
@@ -224,6 +282,18 @@ def summary(tally: Tally, title: str) -> RenderableType:
         for reason, n in tally.failures.most_common(3)
     )
     return Group(*parts)
+
+
+def exit_status(tally: Tally) -> int:
+    """Return the command's exit status for what the batch came to (the README's table)."""
+    if tally.interrupted:
+        return EXIT_INTERRUPTED
+    everything = tally.statuses + tally.stored
+    if everything["completed"] == max(tally.total, tally.done):
+        return EXIT_OK  # every line's run completed (an empty file: nothing to do)
+    if not everything:
+        return EXIT_NOTHING_STARTED  # no line ran, nor was found stored
+    return EXIT_STOPPED
 
 
 def _compact(n: int) -> str:

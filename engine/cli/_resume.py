@@ -15,10 +15,22 @@ import typer
 
 from engine._base import DecisionError, RunConflictError, RunNotFoundError, mask_secrets
 from engine._run import Engine
-from engine.cli._common import DEFAULT_STORE, abort, fail, note, out, parse_pick, run_async
+from engine.cli._common import (
+    DEFAULT_STORE,
+    EXIT_NOTHING_STARTED,
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    abort,
+    fail,
+    note,
+    out,
+    parse_pick,
+    run_async,
+)
 from engine.cli._inputs import short_name
 from engine.cli._models import choose_model
-from engine.cli._progress import BatchView, Tally, summary
+from engine.cli._progress import BatchView, Tally, exit_status, summary
 from engine.cli._run import ConcurrencyOpt, ModelOpt, StoreOpt, next_steps
 from engine.cli._show import run_panel
 from engine.cli._stores import find_run, open_store
@@ -56,7 +68,12 @@ def resume(
         ),
     ] = False,
 ) -> None:
-    """Resume a stopped run, or every suspended or cancelled one."""
+    """Resume a stopped run, or every suspended or cancelled one.
+
+    Exit status: 0 every run completed, 1 some stopped again, 3 none could be resumed (held
+    by another process), 2 bad usage (a pick that does not fit), 4 the store failed, 130
+    interrupted.
+    """
     many = all_suspended or all_cancelled
     if many == (run_id is not None):
         abort("give one RUN_ID, or --all-suspended / --all-cancelled")
@@ -81,12 +98,11 @@ def resume(
         async with open_store(store) as opened:
             engine = Engine(model=chosen.model, store=opened)
             if run_id is not None:
-                await _one(engine, opened, run_id, human, max_retries, store)
-                return 0
+                return await _one(engine, opened, run_id, human, max_retries, store)
             return await _many(engine, opened, statuses, max_retries, concurrency, store)
 
     code = run_async(body)
-    if code:
+    if code != EXIT_OK:
         raise typer.Exit(code)
 
 
@@ -97,11 +113,11 @@ async def _one(
     pick: dict[str, Any] | None,
     max_retries: int | None,
     url: str,
-) -> None:
+) -> int:
     run = await find_run(store, run_id, url)
     if run.status == "completed":
         out.print(f"run {run.run_id} is already completed; there is nothing to resume")
-        return
+        return EXIT_OK
     try:
         resumed = await engine.resume(run.run_id, pick=pick, max_retries=max_retries)
     except DecisionError as exc:
@@ -109,15 +125,18 @@ async def _one(
         fail(
             f"the pick does not fit the decision's menu ({exc.kind}: {exc.detail}){offered}; "
             "the run is unchanged",
-            code=1,
+            code=EXIT_USAGE,  # the fix is another --pick
         )
-    except (RunConflictError, ValueError) as exc:
+    except RunConflictError as exc:
+        fail(str(exc), code=EXIT_NOTHING_STARTED)
+    except ValueError as exc:
         fail(str(exc))
     except RunNotFoundError as exc:  # deleted since it was looked up (a prune, another host)
-        fail(f"{exc}; it was deleted while being resumed")
+        fail(f"{exc}; it was deleted while being resumed", code=EXIT_NOTHING_STARTED)
     except LookupError as exc:  # the run's flow
         fail(f"{exc}; run the command from the folder the flow's module lives in")
     out.print(run_panel(resumed))
+    return EXIT_OK if resumed.status == "completed" else EXIT_STOPPED
 
 
 async def _many(
@@ -133,7 +152,7 @@ async def _many(
         found.extend(await store.list_runs(status=status))
     if not found:
         out.print(f"no {' or '.join(statuses)} runs in {mask_secrets(url)}", markup=False)
-        return 0
+        return EXIT_OK
     tally = Tally(total=len(found), track_existing=False)
     with BatchView(tally, f"resuming {len(found)} run(s)") as view:
         batch = engine.resume_as_completed(
@@ -150,4 +169,4 @@ async def _many(
     flows = sorted({r.flow for r in found})
     flow = short_name(flows[0]) if len(flows) == 1 else "FLOW"
     next_steps(tally, flow, url, resumed=found[0].run_id)
-    return 130 if tally.interrupted else 0
+    return exit_status(tally)

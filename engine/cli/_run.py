@@ -4,6 +4,8 @@ The records go through :meth:`Engine.as_completed <engine.Engine.as_completed>` 
 program's inputs: at most ``--concurrency`` runs in flight, ``--timeout`` per run, and Ctrl-C
 (SIGINT or SIGTERM) shuts the engine down gracefully, each run in flight recorded
 ``cancelled`` with its journal intact, so ``engine resume --all-cancelled`` continues it.
+A line whose run another process holds is left alone, and one whose process died is left for
+``engine recover``; the summary accounts for every line, and the exit status says how it went.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from rich.markup import escape
 
 from engine._base import mask_secrets
 from engine._run import Engine
-from engine.cli._common import DEFAULT_STORE, note, out, run_async, store_option
+from engine.cli._common import DEFAULT_STORE, EXIT_OK, note, out, run_async, store_option
 from engine.cli._inputs import BadLine, Record, count_lines, load_flow, read_records
 from engine.cli._models import choose_model
-from engine.cli._progress import BatchView, Tally, summary
+from engine.cli._progress import BatchView, Tally, exit_status, summary
 from engine.cli._stores import open_store, parse_store_url, same_store
 
-__all__ = ["ConcurrencyOpt", "ModelOpt", "StoreOpt", "next_steps", "run"]
+__all__ = ["ConcurrencyOpt", "LeaseOpt", "ModelOpt", "StoreOpt", "next_steps", "run"]
 
 StoreOpt = Annotated[
     str,
@@ -47,6 +49,15 @@ ModelOpt = Annotated[
 ConcurrencyOpt = Annotated[
     int, typer.Option("--concurrency", "-c", min=1, help="The most runs in flight at once.")
 ]
+LeaseOpt = Annotated[
+    float,
+    typer.Option(
+        "--lease",
+        min=1,
+        help="Seconds a run's lease lasts without renewal: after a crash, `engine recover` "
+        "may take a run over once its lease ran out.",
+    ),
+]
 
 
 def run(
@@ -64,8 +75,13 @@ def run(
     id_field: Annotated[
         str, typer.Option(help="The record field used as run id (so reruns run nothing twice).")
     ] = "id",
+    lease: LeaseOpt = 60.0,
 ) -> None:
-    """Run FLOW on every record of a JSONL file, with live progress and a summary."""
+    """Run FLOW on every record of a JSONL file, with live progress and a summary.
+
+    Exit status: 0 every line's run completed, 1 some stopped or could not run, 3 none could
+    start, 2 bad usage, 4 the store failed, 130 interrupted.
+    """
 
     async def body() -> int:
         chosen = choose_model(model)
@@ -74,7 +90,7 @@ def run(
         found = load_flow(flow)
         tally = Tally(total=count_lines(input))
         async with open_store(store, create=True) as opened:
-            engine = Engine(model=chosen.model, store=opened)
+            engine = Engine(model=chosen.model, store=opened, lease_s=lease)
             with BatchView(tally, f"{flow}: {tally.total} records of {input}") as view:
                 records = _Records(read_records(input, found, id_field=id_field or None), view)
                 batch = engine.as_completed(
@@ -92,10 +108,10 @@ def run(
         out.print(summary(tally, f"{found.name} on {input}, model {chosen.spec}"))
         rerun = f"engine run {flow} --input {input}" if tally.done < tally.total else None
         next_steps(tally, flow, store, rerun=rerun)
-        return 130 if tally.interrupted else 0
+        return exit_status(tally)
 
     code = run_async(body)
-    if code:
+    if code != EXIT_OK:
         raise typer.Exit(code)
 
 
@@ -103,7 +119,8 @@ class _Records:
     """A file's records as a batch's inputs: each record's value, and its run id on demand.
 
     The batch asks for the run id of each value it reads (``run_id=``), so the id travels
-    beside the value instead of inside it; skipped lines go to the view as they are read.
+    beside the value instead of inside it; skipped lines go to the view as they are read, and
+    so does a line whose run id an earlier line gave (it would meet that line's run).
     """
 
     def __init__(self, items: Iterable[Record | BadLine], view: BatchView) -> None:
@@ -112,6 +129,7 @@ class _Records:
         # By identity, as values need not be hashable; a list, as one object (a small int)
         # may be the value of several records.
         self._ids: dict[int, list[str]] = {}
+        self._seen: set[str] = set()
 
     def values(self) -> Iterator[Any]:
         """Yield each record's value, the flow's argument; report each bad line."""
@@ -119,6 +137,10 @@ class _Records:
             if isinstance(item, BadLine):
                 self._view.skip(item)
                 continue
+            if item.run_id in self._seen:
+                self._view.duplicate(item.line)
+                continue
+            self._seen.add(item.run_id)
             self._ids.setdefault(id(item.value), []).append(item.run_id)
             yield item.value
 
@@ -145,6 +167,8 @@ def next_steps(
         return
     where = "" if same_store(store, store_option()) else f" --store {store}"
     lines: list[tuple[str, str]] = []
+    if tally.orphaned:
+        lines.append((f"engine recover{where}", "take over the runs of a process that died"))
     if resumed is not None:
         lines.append((f"engine show {resumed}{where}", "a resumed run's trace"))
     if tally.interrupted:

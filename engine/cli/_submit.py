@@ -19,6 +19,9 @@ from engine._base import RunConflictError
 from engine._run import DEFAULT_QUEUE, request_resume, submit
 from engine.cli._common import (
     DEFAULT_STORE,
+    EXIT_NOTHING_STARTED,
+    EXIT_OK,
+    EXIT_STOPPED,
     abort,
     fail,
     note,
@@ -74,7 +77,11 @@ def submit_command(
         int | None, typer.Option(min=0, help="With --resume: re-picks for the decision.")
     ] = None,
 ) -> None:
-    """Queue FLOW's runs (or a resume) in PostgreSQL for `engine worker` processes."""
+    """Queue FLOW's runs (or a resume) in PostgreSQL for `engine worker` processes.
+
+    Exit status: 0 every line queued (or stored before), 1 some lines skipped, 3 nothing
+    could be queued, 2 bad usage, 4 the store failed, 130 interrupted.
+    """
     if resume is not None:
         if flow is not None or input is not None:
             abort("--resume RUN_ID queues a resume; give no FLOW or --input with it")
@@ -90,7 +97,11 @@ def submit_command(
     if pick or model or max_retries is not None:
         abort("--pick, --model and --max-retries go with --resume RUN_ID")
     queue = DEFAULT_QUEUE if queue is None else queue
-    run_async(lambda: _submit(store, flow, input, queue, priority or 0, max_concurrency, id_field))
+    code = run_async(
+        lambda: _submit(store, flow, input, queue, priority or 0, max_concurrency, id_field)
+    )
+    if code != EXIT_OK:
+        raise typer.Exit(code)
 
 
 async def _submit(
@@ -101,7 +112,7 @@ async def _submit(
     priority: int,
     max_concurrency: int | None,
     id_field: str,
-) -> None:
+) -> int:
     require_queue("engine submit")
     found = load_flow(spec)
     records: list[Record] = []
@@ -129,6 +140,9 @@ async def _submit(
     )
     where = "" if url == store_option() else f" --store {url}"
     out.print(f"next: engine worker{where}    # execute them; engine runs{where} to follow")
+    if not skipped:
+        return EXIT_OK
+    return EXIT_STOPPED if runs else EXIT_NOTHING_STARTED
 
 
 async def queue_resume(
@@ -144,8 +158,13 @@ async def queue_resume(
         try:
             await request_resume(pg, run_id, pick=human, model=model, max_retries=max_retries)
         except KeyError:  # deleted since
-            fail(f"no run {run_id!r} in {url}; list the stored runs with `engine runs`")
-        except (ValueError, RunConflictError) as exc:
+            fail(
+                f"no run {run_id!r} in {url}; list the stored runs with `engine runs`",
+                code=EXIT_NOTHING_STARTED,
+            )
+        except RunConflictError as exc:
+            fail(str(exc), code=EXIT_NOTHING_STARTED)
+        except ValueError as exc:
             fail(str(exc))
     out.print(f"queued a resume of run {run_id}; a worker will execute it")
 

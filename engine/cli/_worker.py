@@ -41,7 +41,12 @@ def worker_command(
     ] = False,
     name: Annotated[str | None, typer.Option(help="This worker's name in logs.")] = None,
 ) -> None:
-    """Execute queued runs (from `engine submit`) until stopped; many workers may share a store."""
+    """Execute queued runs (from `engine submit`) until stopped; many workers may share a store.
+
+    Exit status: 0 stopped (Ctrl-C, SIGTERM: the runs in flight finished first, or
+    --one-shot found no job left), 2 bad usage, 4 the store failed, 130 interrupted before
+    the worker started.
+    """
     chosen = choose_model(model)
     if chosen.note:
         note(chosen.note)

@@ -20,7 +20,7 @@ def test_run_show_resume_graph_on_postgres(
     store = f"{pg_dsn}?schema={pg_schema}"
     args = ["--store", store]
     ran = cli("run", "ticket_routing", "-i", str(tickets), "-m", FAULTY, *args, store=False)
-    assert ran.exit_code == 0, ran.output
+    assert ran.exit_code == 1, ran.output  # some runs stopped (suspended)
     listed = cli("runs", "--json", *args, store=False)
     runs = [json.loads(line) for line in listed.stdout.splitlines()]
     assert sorted(r["run_id"] for r in runs) == [f"T-{n}" for n in range(1, 7)]

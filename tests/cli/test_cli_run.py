@@ -40,7 +40,7 @@ def test_run_runs_every_record_and_the_summary_matches_the_store(
     cli: Cli, tickets: Path, tmp_path: Path
 ) -> None:
     result = cli("run", "ticket_routing", "--input", str(tickets), "--model", FAULTY)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # some runs stopped (suspended)
     runs = stored(tmp_path / "runs.db")
     assert sorted(runs) == [f"T-{n}" for n in range(1, 7)]
     summary = counts(result.stdout)
@@ -68,7 +68,7 @@ def test_a_malformed_line_is_reported_with_its_number_and_the_rest_run(
         raw=[(1, '{"id": "T-x", "subject": '), (2, "")],
     )
     result = cli("run", "ticket_routing", "--input", str(path), "--model", CLEAN)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # some lines could not run
     assert counts(result.stdout)["completed"] == 2
     assert "line 2: not valid JSON" in result.stdout
     assert re.search(r"line 5: does not fit ticket: \S*customer_id: Field required", result.stdout)
@@ -115,7 +115,7 @@ def test_timeout_cancels_slow_runs_and_leaves_them_resumable(
 ) -> None:
     slow = "simulated:seed=1,latency=5"
     result = cli("run", "ticket_routing", "-i", str(tickets), "-m", slow, "--timeout", "0.2")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # every run stopped (cancelled)
     assert counts(result.stdout)["cancelled"] == 6
     assert re.search(r"timed out \(cancelled\)\s*│\s*6", result.stdout)
     assert set(stored(tmp_path / "runs.db").values()) == {"cancelled"}
@@ -131,7 +131,7 @@ def test_a_record_whose_run_cannot_start_is_reported_and_the_rest_run(
 ) -> None:
     path = write_jsonl(tmp_path / "ids.jsonl", [ticket(1), ticket(2, id=""), ticket(3)])
     result = cli("run", "ticket_routing", "--input", str(path), "--model", CLEAN)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # one line could not run
     assert counts(result.stdout)["completed"] == 2
     assert re.search(r"could not start\s*│\s*1", result.stdout)
     assert "a run id must be a non-empty string" in result.stdout

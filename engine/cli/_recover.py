@@ -1,0 +1,97 @@
+"""``engine recover``: take over the runs of a process that died, and carry them on.
+
+A run is ``running`` while its process renews its lease; a process killed mid-batch (SIGKILL,
+a crash, a lost machine) leaves its runs ``running`` with a lease that runs out. This command
+does what :meth:`Engine.recover <engine.Engine.recover>` does: it takes over every run whose
+lease ran out, each by compare-and-set (a live owner is never displaced, and two recovering
+processes never both take one run), and carries it on from its journal, with the same
+progress display, summary and Ctrl-C as ``engine resume --all-…``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from engine._base import mask_secrets
+from engine._run import Engine
+from engine.cli._common import DEFAULT_STORE, EXIT_OK, note, out, run_async
+from engine.cli._inputs import short_name
+from engine.cli._models import choose_model
+from engine.cli._progress import BatchView, Tally, exit_status, summary
+from engine.cli._run import ConcurrencyOpt, LeaseOpt, ModelOpt, StoreOpt, next_steps
+from engine.cli._stores import open_store
+from engine.store import Run, RunStatus, Store
+
+__all__ = ["recover"]
+
+#: The statuses a run of a dead process can be left in (as :meth:`Engine.recover` reads).
+_UNFINISHED: tuple[RunStatus, ...] = ("running", "queued")
+
+
+def recover(
+    model: ModelOpt = None,
+    lease: LeaseOpt = 60.0,
+    concurrency: ConcurrencyOpt = 32,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Take over the runs whose process died (their lease ran out) and carry them on.
+
+    Exit status: 0 every recovered run completed (or none needed it), 1 some stopped, 3 none
+    could be taken over, 2 bad usage, 4 the store failed, 130 interrupted.
+    """
+
+    async def body() -> int:
+        chosen = choose_model(model)
+        if chosen.note:
+            note(chosen.note)
+        async with open_store(store) as opened:
+            engine = Engine(model=chosen.model, store=opened, lease_s=lease)
+            return await _recover(engine, opened, concurrency, store)
+
+    code = run_async(body)
+    if code != EXIT_OK:
+        raise typer.Exit(code)
+
+
+async def _orphans(store: Store) -> tuple[list[Run], int]:
+    """Return the runs whose lease ran out, and how many others still hold a live one."""
+    now = time.time()
+    orphans: list[Run] = []
+    live = 0
+    for status in _UNFINISHED:
+        for run in await store.list_runs(status=status):
+            if run.lease_expires_at is None or run.lease_expires_at < now:
+                orphans.append(run)
+            else:
+                live += 1
+    return orphans, live
+
+
+async def _recover(engine: Engine, store: Store, concurrency: int, url: str) -> int:
+    found, live = await _orphans(store)
+    if live:
+        note(
+            f"{live} running run(s) hold a live lease (their process may still be working, "
+            "or died less than a lease ago): left alone; run this again once their lease ran out"
+        )
+    if not found:
+        out.print(f"no runs to recover in {mask_secrets(url)}", markup=False)
+        return EXIT_OK
+    tally = Tally(total=len(found), track_existing=False)
+    with BatchView(tally, f"recovering {len(found)} run(s)") as view:
+        batch = engine.resume_as_completed(
+            (r.run_id for r in found),
+            concurrency=concurrency,
+            progress=view.progress,
+            on_error=view.not_started,
+            handle_signals=True,
+        )
+        await view.follow(batch)
+    tally.interrupted = engine.stopping
+    out.print(summary(tally, f"recovered {len(found)} run(s) of a process that died"))
+    flows = sorted({r.flow for r in found})
+    flow = short_name(flows[0]) if len(flows) == 1 else "FLOW"
+    next_steps(tally, flow, url, resumed=found[0].run_id)
+    return exit_status(tally)
