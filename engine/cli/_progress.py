@@ -114,12 +114,12 @@ class Tally:
             dead = run.status == "running" and expired
             (self.orphaned if dead else self.held).append(run.run_id)
             return
-        self.tokens += run.usage.total_tokens
-        self.model_calls += run.model_calls
         if self.track_existing and run.created_at < self.started_at:
-            self.stored[run.status] += 1
+            self.stored[run.status] += 1  # spent in an earlier command, not counted here
         else:
             self.statuses[run.status] += 1
+            self.tokens += run.usage.total_tokens
+            self.model_calls += run.model_calls
         if run.status != "completed":
             self.stopped.setdefault(run.status, []).append(run.run_id)
         error = run.error

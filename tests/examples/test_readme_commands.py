@@ -14,6 +14,8 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 NEEDS_A_KEY = ("openai:", "anthropic:")
 # Commands written for any run (`engine resume RUN_ID ...`): the CLI tests run their kind.
 PLACEHOLDERS = ("RUN_ID",)
+# Exit status 1: some runs stopped, as a faulty model means them to (the README's table).
+STOPPED = 1
 
 
 def shell_lines() -> list[str]:
@@ -52,12 +54,13 @@ def test_readme_engine_commands_run_in_order(tmp_path: Path) -> None:
         tmp_path,
         store,
     )
-    assert first.returncode == 0, first.stderr
+    assert first.returncode in (0, STOPPED), first.stderr
     commands = [line for line in shell_lines() if line.startswith("engine ")]
     assert len(commands) >= 8
     for command in commands:
         if any(word in command for word in (*NEEDS_A_KEY, *PLACEHOLDERS)):
             continue
         result = engine(command, tmp_path, store)
-        assert result.returncode == 0, f"{command}\n{result.stderr}"
+        runs = command.startswith(("engine run ", "engine resume "))
+        assert result.returncode in ((0, STOPPED) if runs else (0,)), f"{command}\n{result.stderr}"
     assert (tmp_path / "graph.md").read_text(encoding="utf-8").startswith("```mermaid")
