@@ -109,7 +109,8 @@ def run_async(body: Callable[[], Awaitable[T]]) -> T:
         )
     except KeyboardInterrupt:
         abort(
-            "interrupted; runs stopped part way resume with `engine resume`", code=EXIT_INTERRUPTED
+            "interrupted; `engine resume --all-cancelled` continues the runs it stopped",
+            code=EXIT_INTERRUPTED,
         )
 
 
