@@ -38,7 +38,14 @@ from engine._base._errors import (
     RunStopped,
     ScriptExhaustedError,
 )
-from engine._base._json import check_replayable, digest, from_json, to_json
+from engine._base._json import (
+    check_replayable,
+    digest,
+    from_json,
+    json_safe,
+    to_json,
+    unencodable,
+)
 from engine._base._log import configure_logging, log
 from engine._base._secrets import mask_secrets, remember_secret
 from engine._base._status import (
@@ -126,11 +133,13 @@ __all__ = [
     "failed_at",
     "from_json",
     "idempotency_key",
+    "json_safe",
     "log",
     "mask_secrets",
     "move",
     "release",
     "remember_secret",
     "to_json",
+    "unencodable",
     "using_node",
 ]

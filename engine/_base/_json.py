@@ -14,11 +14,18 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from engine._base._errors import JournalError
 
-__all__ = ["check_replayable", "digest", "from_json", "to_json"]
+__all__ = ["check_replayable", "digest", "from_json", "json_safe", "to_json", "unencodable"]
 
 
 #: Types whose values are their own JSON form (exact types: a subclass may serialise else).
 _PLAIN: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+#: The deepest nesting the stores' JSON encoder (pydantic's) writes.
+MAX_DEPTH = 254
+#: An integer of more bits than this may have more digits than Python reads back from JSON
+#: (``sys.get_int_max_str_digits()``, 4,300 by default): stored, it could never be read.
+_MAX_INT_BITS = 14_000
+#: How many steps of a path a message names.
+_PATH_PARTS = 8
 
 
 def to_json(value: object, *, what: str) -> Any:
@@ -29,16 +36,19 @@ def to_json(value: object, *, what: str) -> Any:
     """
     kind = type(value)
     if kind in _PLAIN and (kind is not float or math.isfinite(value)):  # type: ignore[arg-type]
+        _refuse(value, what)
         return value
     if kind is dict and all(
         type(k) is str and type(v) in _PLAIN and (type(v) is not float or math.isfinite(v))
         for k, v in value.items()  # type: ignore[attr-defined]
     ):
+        _refuse(value, what)
         return dict(value)  # type: ignore[call-overload]
     try:
         data = to_jsonable_python(value)
+        _refuse(data, what)
         json.dumps(data, allow_nan=False)
-    except (PydanticSerializationError, TypeError, ValueError) as exc:
+    except (PydanticSerializationError, TypeError, ValueError, RecursionError) as exc:
         if isinstance(exc, ValueError) and "Out of range float" in str(exc):
             raise JournalError(
                 f"{what} holds a float that is not finite (NaN or infinity), which JSON "
@@ -49,6 +59,102 @@ def to_json(value: object, *, what: str) -> Any:
             "JSON data, a pydantic model or a dataclass instead"
         ) from exc
     return data
+
+
+def _refuse(data: Any, what: str) -> None:
+    problem = unencodable(data)
+    if problem is not None:
+        raise JournalError(f"{what} holds {problem}, which JSON cannot carry; nothing was stored")
+
+
+def _text_problem(text: str) -> tuple[str, str] | None:
+    """Say what in ``text`` UTF-8 (so JSON) cannot carry, a lone surrogate, and where."""
+    if text.isascii():
+        return None
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        return f"a lone surrogate {text[exc.start]!r}", f" (character {exc.start})"
+    return None
+
+
+def _path(trail: tuple[Any, ...] | None) -> str:
+    parts: list[str] = []
+    while trail is not None:
+        key, trail = trail
+        parts.append(f"[{key!r}]" if isinstance(key, str) else f"[{key}]")
+    if len(parts) > _PATH_PARTS:  # a deep path says how deep, and its last steps
+        return f"depth {len(parts)}, ...{''.join(reversed(parts[:_PATH_PARTS]))}"
+    return "".join(reversed(parts)) or "the top"
+
+
+def unencodable(data: Any) -> str | None:
+    """Say what in JSON data ``data`` JSON cannot carry, and at which path, or ``None``.
+
+    A lone surrogate in a string or a key (UTF-8 has no form for it), a float that is not
+    finite, an integer too long to read back, or nesting deeper than :data:`MAX_DEPTH`.
+    Walked without recursion, so any depth is answered; other types are left to the encoder.
+    """
+    stack: list[tuple[Any, int, tuple[Any, ...] | None]] = [(data, 0, None)]
+    while stack:
+        value, depth, trail = stack.pop()
+        if isinstance(value, dict | list | tuple):
+            if depth >= MAX_DEPTH:
+                return f"nesting deeper than {MAX_DEPTH} levels at {_path(trail)}"
+            if not isinstance(value, dict):
+                stack.extend((item, depth + 1, (i, trail)) for i, item in enumerate(value))
+                continue
+            for key, item in value.items():
+                found = _text_problem(key) if isinstance(key, str) else None
+                if found is not None:
+                    return f"{found[0]} in the key {key!r} at {_path(trail)}"
+                stack.append((item, depth + 1, (key, trail)))
+            continue
+        found = _scalar_problem(value)
+        if found is not None:
+            return f"{found[0]} at {_path(trail)}{found[1]}"
+    return None
+
+
+def _scalar_problem(value: Any) -> tuple[str, str] | None:
+    kind = type(value)
+    if kind is str:
+        return _text_problem(value)
+    if kind is float and not math.isfinite(value):
+        return f"a float that is not finite ({value!r})", ""
+    if kind is int and value.bit_length() > _MAX_INT_BITS:
+        return f"an integer of {value.bit_length()} bits (too many digits to read back)", ""
+    return None
+
+
+def json_safe(value: Any, _depth: int = 0) -> Any:
+    """Return ``value`` with what JSON cannot carry made readable text, for traces and errors.
+
+    A lone surrogate becomes its escape (``\\ud800``), a float that is not finite its
+    ``repr``, an over-long integer or over-deep nesting a short note; other values as they
+    are. Lossy on purpose: it is for what people read, never for what replays.
+    """
+    kind = type(value)
+    if kind is str:
+        return value if value.isascii() else value.encode(errors="backslashreplace").decode()
+    if kind is float:
+        return value if math.isfinite(value) else repr(value)
+    if kind is int:
+        return (
+            value
+            if value.bit_length() <= _MAX_INT_BITS
+            else f"<an integer of {value.bit_length()} bits>"
+        )
+    if isinstance(value, dict | list | tuple):
+        if _depth >= MAX_DEPTH // 2:
+            return "<nested too deeply>"
+        if isinstance(value, dict):
+            return {
+                json_safe(k) if isinstance(k, str) else k: json_safe(v, _depth + 1)
+                for k, v in value.items()
+            }
+        return [json_safe(v, _depth + 1) for v in value]
+    return value
 
 
 def from_json(data: Any, annotation: object, *, what: str) -> Any:

@@ -14,6 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
+from engine._base._json import json_safe
+
 __all__ = ["Node", "NodeKind", "StoredExecution", "StoredNode", "StoredTrace", "Trace", "failed_at"]
 
 NodeKind = Literal[
@@ -187,7 +189,12 @@ class Node:
         usage["output_tokens"] = usage.get("output_tokens", 0) + output_tokens
 
     def to_dict(self) -> StoredNode:
-        """Return the node as a JSON-ready dict."""
+        """Return the node as a JSON-ready dict.
+
+        Its data is made JSON-safe (:func:`~engine._base._json.json_safe`): a reply head or an
+        output holding a lone surrogate, say, is exported escaped, so the trace of a run is
+        stored whatever its values held.
+        """
         return {
             "id": self.id,
             "parent_id": self.parent_id,
@@ -199,12 +206,16 @@ class Node:
             "ended_at": self.ended_at,
             "duration_s": self.duration_s,
             "usage": dict(self._usage or {}),
-            "data": {
-                k: v
-                if k in _KEEP or type(v) in _PLAIN or (type(v) is str and len(v) <= _SUMMARY_CHARS)
-                else _summarise(v)
-                for k, v in self.data.items()
-            },
+            "data": json_safe(
+                {
+                    k: v
+                    if k in _KEEP
+                    or type(v) in _PLAIN
+                    or (type(v) is str and len(v) <= _SUMMARY_CHARS)
+                    else _summarise(v)
+                    for k, v in self.data.items()
+                }
+            ),
         }
 
 

@@ -26,6 +26,7 @@ import anyio.to_thread
 from engine._base import (
     DecisionError,
     Flow,
+    JournalError,
     RunConflictError,
     Trace,
     claim,
@@ -33,18 +34,19 @@ from engine._base import (
     current_run_id,
     current_runtime,
     failed_at,
+    json_safe,
     log,
-    release,
+    unencodable,
 )
 from engine._retries import OnRetry, RunBudget, current_ledger
 from engine._run._flows import decode_input
 from engine._run._hooks import JournalHooks, journal_hooks
 from engine._run._leases import BATCH_RENEWED, Halt, Holder, Leases, lease_expired
 from engine._run._order import ProbeDone, ResumeOrder
-from engine._run._outcome import Outcome, log_end, verdict
+from engine._run._outcome import Outcome, ended, failure, log_end, verdict
 from engine._runtime import Runtime, current_hooks
 from engine.models import Model
-from engine.store import Run, RunErrorInfo, RunStatus, Store, TokenUsage
+from engine.store import JournalRecord, Run, RunErrorInfo, RunStatus, Store
 
 __all__ = ["Executor", "lease_expired"]
 
@@ -311,11 +313,13 @@ class Executor:
         return claimed
 
     async def _write_final(
-        self, hooks: JournalHooks, final: Run, version: int, trace: Trace
+        self,
+        final: Run,
+        version: int,
+        records: list[JournalRecord],
+        exported: dict[str, Any],
     ) -> Run | None:
         """Write the run's outcome, its last journal records and its trace in one transaction."""
-        records = hooks.journal.take_pending()
-        exported: dict[str, Any] = dict(trace.to_dict())  # a store takes a plain JSON dict
         stored = await self.store.finish_run(
             final, expected_version=version, records=records, trace=exported
         )
@@ -334,7 +338,19 @@ class Executor:
             run = holder.run
             status, result, error = verdict(outcome, run.flow)
             final = _final(run, hooks, holder, status, result, error)
-            stored = await self._write_final(hooks, final, run.version, trace)
+            records = hooks.journal.take_pending()
+            exported: dict[str, Any] = dict(trace.to_dict())  # a store takes a plain JSON dict
+            try:
+                stored = await self._write_final(final, run.version, records, exported)
+            except JournalError as exc:
+                # A value JSON cannot carry got past the checks on the way (the store wrote
+                # nothing of the transaction): the run must not stay running, so it fails
+                # with the reason, without the records that cannot be stored (only ones a
+                # replay re-derives ride to the end) and with its trace made safe.
+                status, error = "failed", failure(exc, outcome.where)
+                final = _final(run, hooks, holder, status, None, error)
+                kept = [r for r in records if unencodable(r.data) is None]
+                stored = await self._write_final(final, run.version, kept, json_safe(exported))
             if stored is None:
                 raise RunConflictError(
                     f"run {run.run_id!r} was taken over by another worker before it finished "
@@ -355,22 +371,9 @@ def _final(
     error: RunErrorInfo | None,
 ) -> Run:
     """The run as it ended: its outcome, with this execution's counts added to its own."""
-    counts = hooks.spending.counts
-    return release(
-        run,
-        status,
-        error=error,
-        finished_at=time.time(),
-        result=result,
-        usage=TokenUsage(
-            input_tokens=run.usage.input_tokens + counts.input_tokens,
-            output_tokens=run.usage.output_tokens + counts.output_tokens,
-        ),
-        transitions=run.transitions + counts.transitions,
-        model_calls=run.model_calls + counts.model_calls,
-        retries=dict(hooks.spending.ledger.counts),
-        active_s=run.active_s + (time.monotonic() - holder.started),
-    )
+    retries = dict(hooks.spending.ledger.counts)
+    active_s = run.active_s + (time.monotonic() - holder.started)
+    return ended(run, status, result, error, hooks.spending.counts, retries, active_s)
 
 
 def _is_async(flow: Flow) -> bool:

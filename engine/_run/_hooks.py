@@ -10,6 +10,7 @@ stopped at the :class:`~._order.ResumeOrder`'s.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,9 @@ from engine._base import (
     check_replayable,
     digest,
     from_json,
+    json_safe,
     to_json,
+    unencodable,
 )
 from engine._decision import Failure, Pick, RawPick, validate
 from engine._retries import OnRetry, RunBudget
@@ -94,7 +97,7 @@ class JournalHooks(Hooks):
         if record is not None:
             check_record(record, fingerprint, node.key, "the model request")
             node.data["replayed"] = True
-            return Response.model_validate(record.data)
+            return Response.model_validate(_unescaped(record.data))
         if self.probe:
             await _park()
         self.spending.check_live(node.key)
@@ -108,7 +111,7 @@ class JournalHooks(Hooks):
                 kind="model",
                 fingerprint=fingerprint,
                 actor=response.model,
-                data=response.model_dump(mode="json"),
+                data=_escaped(response.model_dump(mode="json")),
             )
         )
         self.spending.add_call(response.usage.input_tokens, response.usage.output_tokens)
@@ -145,6 +148,7 @@ class JournalHooks(Hooks):
             node.key = f"{key}@{generation}"  # a fresh ask: its calls get keys of their own
         try:
             pick = await decide(request)
+            _check_pick(pick, node, key, menu.names)
         except DecisionError as exc:
             if exc.where is None:
                 exc.where = key
@@ -242,6 +246,51 @@ class JournalHooks(Hooks):
         )
         self.spending.counts.transitions += 1
         return result
+
+
+#: The key under which a model record keeps a reply JSON cannot carry, as ASCII JSON text.
+_ESCAPED = "escaped_json"
+
+
+def _escaped(data: dict[str, Any]) -> dict[str, Any]:
+    """Return a reply's record data; one that JSON cannot carry as it is travels escaped.
+
+    A reply is what the model said, paid for: one holding a lone surrogate (a provider's
+    JSON can carry ``\\ud800`` as an escape) is kept whole as ASCII JSON text (Python's
+    ``\\u`` escapes) rather than lost, so a replay parses the very same reply again.
+    """
+    if unencodable(data) is None:
+        return data
+    return {_ESCAPED: json.dumps(data)}
+
+
+def _unescaped(data: Any) -> Any:
+    if isinstance(data, dict) and set(data) == {_ESCAPED}:
+        return json.loads(data[_ESCAPED])
+    return data
+
+
+def _check_pick(pick: Pick, node: Node, key: str, options: list[str]) -> None:
+    """Refuse a model's pick whose arguments JSON cannot carry, before anything acts on it.
+
+    The reply is at fault, not the flow: the decision fails as a bad pick would (``bad_args``),
+    so the run is suspended and a resume asks the model afresh; its journaled reply stays.
+
+    Raises:
+        DecisionError: The pick's arguments hold a value JSON cannot carry.
+    """
+    problem = unencodable(pick.args)
+    if problem is None:
+        return
+    heads = node.data.get("replies")
+    raise DecisionError(
+        "bad_args",
+        f"the arguments of the pick {pick.option.name!r} hold {problem}, which JSON cannot "
+        "carry; resume the run to ask the model again",
+        replies=json_safe(list(heads)) if isinstance(heads, list) else [],
+        attempts=int(node.data.get("attempts", 1)),
+        options=options,
+    )
 
 
 def _replay_pick(record: JournalRecord, fingerprint: str, menu: Menu, node: Node) -> Pick:

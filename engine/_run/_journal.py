@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from engine._base import DecisionError, NonDeterminismError
+from engine._base import DecisionError, NonDeterminismError, json_safe
 from engine._retries import RetryLedger
 from engine.models import Request
 from engine.store import JournalKind, JournalRecord, Store
@@ -176,10 +176,12 @@ def failure_record(
     key: str, fingerprint: str, options: list[str], exc: DecisionError
 ) -> JournalRecord:
     """Return the record of a decision that failed at ``key``, for a replay to fail alike."""
+    # Replies and details are for people (a replay re-raises them, it parses nothing): one
+    # holding what JSON cannot carry is kept readable, escaped, so the failure is stored.
     data = {
         "kind": exc.kind,
-        "detail": exc.detail,
-        "replies": exc.replies,
+        "detail": json_safe(exc.detail),
+        "replies": json_safe(exc.replies),
         "attempts": exc.attempts,
         "options": options,
     }

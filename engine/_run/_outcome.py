@@ -18,6 +18,7 @@ Every one of them resumes from the journal.
 
 from __future__ import annotations
 
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +28,16 @@ from engine._base import (
     CircuitOpenError,
     DecisionError,
     RunStopped,
+    json_safe,
     log,
     mask_secrets,
+    release,
     to_json,
 )
-from engine.store import Run, RunErrorInfo, RunStatus
+from engine._run._spending import Counts
+from engine.store import Run, RunErrorInfo, RunStatus, TokenUsage
 
-__all__ = ["Outcome", "failure", "log_end", "verdict"]
+__all__ = ["Outcome", "ended", "failure", "log_end", "verdict"]
 
 #: The log event of each way a run ends.
 _EVENTS: dict[RunStatus, str] = {
@@ -93,11 +97,15 @@ def verdict(outcome: Outcome, flow: str) -> Verdict:
     if isinstance(error, BudgetExceededError):
         return "suspended", None, RunErrorInfo(kind="budget_exceeded", message=str(error))
     if isinstance(error, RunStopped):
-        info = RunErrorInfo(kind=error.reason, message=str(error), where=error.where)
+        info = RunErrorInfo(kind=error.reason, message=_readable(error), where=error.where)
         return "cancelled", None, info
     if isinstance(error, CircuitOpenError):
         # The breaker parked it (its "suspend" mode): resume it once the provider is back.
-        return "suspended", None, RunErrorInfo(kind="provider_unavailable", message=str(error))
+        return (
+            "suspended",
+            None,
+            RunErrorInfo(kind="provider_unavailable", message=_readable(error)),
+        )
     # Any other exception fails the run (DESIGN: only a DecisionError suspends), transport
     # errors whose retries ran out included; a run policy can resume those by kind.
     return "failed", None, failure(error, outcome.where)
@@ -119,13 +127,22 @@ def _stopped(outcome: Outcome) -> Verdict:
 
 
 def _suspension(exc: DecisionError) -> RunErrorInfo:
+    # The replies are what the model said: one JSON cannot carry (a lone surrogate) is
+    # stored escaped, readable, rather than failing the run's last write (its journal keeps
+    # the reply whole).
     return RunErrorInfo(
         kind=exc.kind,
-        message=mask_secrets(str(exc)),
+        message=_readable(exc),
         where=getattr(exc, "where", None),
         options=exc.options,
-        replies=exc.replies,
+        replies=json_safe(exc.replies),
     )
+
+
+def _readable(exc: BaseException) -> str:
+    """The exception's message, secrets masked, what JSON cannot carry escaped."""
+    text: str = json_safe(mask_secrets(str(exc)))
+    return text
 
 
 def failure(exc: BaseException, where: str | None = None) -> RunErrorInfo:
@@ -136,11 +153,14 @@ def failure(exc: BaseException, where: str | None = None) -> RunErrorInfo:
     """
     # Exception messages may quote what a provider sent back (an echoed key, a URL): what
     # is stored never holds a secret.
+    # A message may also quote a value JSON cannot carry (a lone surrogate): escaped, it is
+    # stored readable instead of failing the run's last write.
+    key = getattr(exc, "key", None)
     return RunErrorInfo(
         kind=type(exc).__name__,
-        message=mask_secrets(str(exc)),
-        where=where or getattr(exc, "key", None),
-        traceback=mask_secrets("".join(traceback.format_exception(exc))),
+        message=_readable(exc),
+        where=json_safe(where or (key if isinstance(key, str) else None)),
+        traceback=json_safe(mask_secrets("".join(traceback.format_exception(exc)))),
     )
 
 
@@ -150,3 +170,31 @@ def log_end(run: Run, status: RunStatus, error: RunErrorInfo | None) -> None:
         log.info(_EVENTS[status], run_id=run.run_id, flow=run.flow)
     else:
         log.info(_EVENTS[status], run_id=run.run_id, flow=run.flow, kind=error.kind)
+
+
+def ended(
+    run: Run,
+    status: RunStatus,
+    result: Any,
+    error: RunErrorInfo | None,
+    counts: Counts,
+    retries: dict[str, int],
+    active_s: float,
+) -> Run:
+    """Return ``run`` as it ended: released with its outcome, this execution's ``counts``
+    added to its own, its ``retries`` and ``active_s`` as they now stand."""
+    return release(
+        run,
+        status,
+        error=error,
+        finished_at=time.time(),
+        result=result,
+        usage=TokenUsage(
+            input_tokens=run.usage.input_tokens + counts.input_tokens,
+            output_tokens=run.usage.output_tokens + counts.output_tokens,
+        ),
+        transitions=run.transitions + counts.transitions,
+        model_calls=run.model_calls + counts.model_calls,
+        retries=retries,
+        active_s=active_s,
+    )

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pydantic_core
 
-from engine._base import JournalError, RunConflictError, RunNotFoundError
+from engine._base import JournalError, RunConflictError, RunNotFoundError, unencodable
 from engine.store._types import JournalRecord, Run
 
 __all__ = [
@@ -36,26 +37,47 @@ def run_json(run: Run) -> str:
     Raises:
         JournalError: The run holds a value that is not JSON.
     """
-    try:
-        return run.model_dump_json()
-    except pydantic_core.PydanticSerializationError as exc:
-        raise _not_json(f"run {run.run_id!r}", exc) from exc
+    return _encode(run.model_dump_json, lambda: run.model_dump(), f"run {run.run_id!r}")
 
 
 def record_json(run_id: str, record: JournalRecord) -> str:
     """Return a journal record's ``data`` as JSON text (a ``JournalError`` when it is not)."""
-    try:
-        return pydantic_core.to_json(record.data).decode()
-    except pydantic_core.PydanticSerializationError as exc:
-        raise _not_json(f"journal record {record.key!r} of run {run_id!r}", exc) from exc
+    return _encode(
+        lambda: pydantic_core.to_json(record.data).decode(),
+        lambda: record.data,
+        f"journal record {record.key!r} of run {run_id!r}",
+    )
 
 
 def trace_json(run_id: str, trace: dict[str, Any]) -> str:
     """Return a run's trace as JSON text (a ``JournalError`` when it is not JSON)."""
+    return _encode(
+        lambda: pydantic_core.to_json(trace).decode(),
+        lambda: trace,
+        f"the trace of run {run_id!r}",
+    )
+
+
+# What pydantic writes but JSON readers refuse or misread: the bare constants it writes for
+# a float that is not finite, and integers longer than Python reads back (4,300 digits).
+_SUSPECT = re.compile(r"NaN|Infinity|[0-9]{4300}")
+
+
+def _encode(encode: Callable[[], str], data: Callable[[], Any], what: str) -> str:
+    """Encode with ``encode``; refuse, naming the value and its path, what cannot be read back.
+
+    The text is only searched for what a reader would refuse; the data is walked (to say
+    where) only when something is found, so a good write costs one search of its text.
+    """
     try:
-        return pydantic_core.to_json(trace).decode()
+        text = encode()
     except pydantic_core.PydanticSerializationError as exc:
-        raise _not_json(f"the trace of run {run_id!r}", exc) from exc
+        raise _not_json(what, unencodable(data()) or str(exc)) from exc
+    if _SUSPECT.search(text) is not None:
+        problem = unencodable(data())
+        if problem is not None:
+            raise _not_json(what, problem)
+    return text
 
 
 def journal_records(rows: Sequence[Sequence[Any]]) -> list[JournalRecord]:
@@ -137,5 +159,7 @@ def prune_victims(
     return doomed
 
 
-def _not_json(what: str, exc: Exception) -> JournalError:
-    return JournalError(f"{what} holds a value that is not JSON: {exc}")
+def _not_json(what: str, problem: str) -> JournalError:
+    return JournalError(
+        f"{what} holds a value that is not JSON: {problem}; nothing of this write was stored"
+    )

@@ -1,0 +1,216 @@
+"""Values JSON cannot carry stop only the run that holds them, with a stored reason.
+
+A lone surrogate (``"\\ud800"``) is a Python string that UTF-8, so JSON, has no form for; a
+model's reply can carry one as an escape. Whether a pick, a step's result, a flow's result,
+a reply or an error message holds it, ``Engine.run`` returns the run stopped, never raises,
+and never leaves it ``running``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import Engine, JournalError, Runtime, agentic_function, decision
+from engine.models import Request, ScriptedModel
+from engine.store import MemoryStore, PostgresStore, SQLiteStore, Store
+
+SURROGATE = "\ud800"
+GOOD = '{"call": "refund", "args": {"reason": "late"}}'
+#: The surrogate as a JSON escape: the reply text is plain ASCII, the pick's argument is not.
+ESCAPED = '{"call": "refund", "args": {"reason": "\\ud800"}}'
+
+
+async def refund(reason: str) -> str:
+    """Refund the ticket."""
+    return f"refunded {reason}"
+
+
+async def pay(amount: float) -> str:
+    """Pay an amount."""
+    return f"paid {amount}"
+
+
+async def lookup(order: str) -> str:
+    """A step whose result holds a lone surrogate."""
+    return f"order {order}{SURROGATE}"
+
+
+async def explode(order: str) -> str:
+    """A tool that raises with a lone surrogate in its message."""
+    raise RuntimeError(f"no order {order}{SURROGATE}")
+
+
+@agentic_function
+async def handle(ticket: str, runtime: Runtime | None = None) -> str:
+    """One decision over refund, pay, a hostile step and a failing tool."""
+    result: str = await decision.make(
+        f"Handle {ticket}", {"refund": refund, "pay": pay, "lookup": lookup, "explode": explode}
+    )
+    return result
+
+
+@agentic_function
+async def echo_bad(ticket: str, runtime: Runtime | None = None) -> str:
+    """A flow whose own result holds a lone surrogate."""
+    return ticket + SURROGATE
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """Each test runs on every store (PostgreSQL when one is reachable)."""
+    s: Store
+    if request.param == "memory":
+        s = MemoryStore()
+    elif request.param == "sqlite":
+        s = SQLiteStore(tmp_path / "runs.db")
+    else:
+        dsn = request.getfixturevalue("pg_dsn")
+        s = PostgresStore(dsn, schema=request.getfixturevalue("pg_schema"))
+    yield s
+    await s.close()
+
+
+async def _stopped(store: Store, replies: list[str], flow: Any = handle) -> Any:
+    run = await Engine(ScriptedModel(replies), store=store).run(flow, "t1")
+    stored = await store.get_run(run.run_id)
+    assert stored is not None
+    assert stored.status == run.status != "running"
+    assert stored.error == run.error
+    return run
+
+
+async def test_a_pick_holding_a_surrogate_suspends_and_a_resume_asks_again(store: Store) -> None:
+    model = ScriptedModel([ESCAPED, GOOD])
+    engine = Engine(model, store=store)
+    run = await engine.run(handle, "t1")
+    assert run.status == "suspended"
+    assert run.error is not None
+    assert run.error.kind == "bad_args"
+    assert "lone surrogate '\\ud800' at ['reason']" in run.error.message
+    assert run.error.where is not None
+    assert run.error.where.endswith("decision:0")
+    journal = await store.load_journal(run.run_id)
+    assert [r.kind for r in journal] == ["model", "decision_failed"]
+    assert journal[0].data["text"] == ESCAPED  # the reply the model gave, kept whole
+    resumed = await engine.resume(run.run_id)
+    assert resumed.status == "completed"
+    assert resumed.result == "refunded late"
+    assert model.calls == 2
+
+
+async def test_a_reply_holding_a_raw_surrogate_is_journaled_whole(store: Store) -> None:
+    reply = f"thinking {SURROGATE} {GOOD}"
+    run = await _stopped(store, [reply])
+    assert run.status == "completed"
+    assert run.result == "refunded late"
+    journal = await store.load_journal(run.run_id)
+    assert journal[0].kind == "model"
+    assert SURROGATE not in str(journal[0].data)  # stored escaped, as ASCII JSON text
+    trace = await store.load_trace(run.run_id)
+    assert trace is not None
+    heads = [n["data"].get("reply") for n in trace["nodes"] if n["kind"] == "model_call"]
+    assert heads == [reply.replace(SURROGATE, "\\ud800")]  # the trace shows it escaped
+
+
+async def test_a_raw_surrogate_in_the_pick_suspends_and_the_replay_reads_the_same_reply(
+    store: Store,
+) -> None:
+    reply = f'{{"call": "refund", "args": {{"reason": "a{SURROGATE}"}}}}'
+    model = ScriptedModel([reply, GOOD])
+    engine = Engine(model, store=store)
+    run = await engine.run(handle, "t1")
+    assert run.status == "suspended"
+    assert run.error is not None
+    assert run.error.kind == "bad_args"
+    assert "(character 1)" in run.error.message
+    assert run.error.replies == [reply.replace(SURROGATE, "\\ud800")]
+    resumed = await engine.resume(run.run_id)
+    assert resumed.status == "completed"
+    assert model.calls == 2
+
+
+async def test_a_step_result_holding_a_surrogate_fails_the_run(store: Store) -> None:
+    run = await _stopped(store, ['{"call": "lookup", "args": {"order": "o1"}}'])
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error.kind == "JournalError"
+    assert "the result of step 'lookup'" in run.error.message
+    assert "lone surrogate '\\ud800' at the top (character 8)" in run.error.message
+    journal = await store.load_journal(run.run_id)
+    assert [r.kind for r in journal] == ["model", "pick"]  # nothing half-written
+
+
+async def test_a_flow_result_holding_a_surrogate_fails_the_run(store: Store) -> None:
+    run = await _stopped(store, [], flow=echo_bad)
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.result is None
+    assert "the result of flow" in run.error.message
+    assert "lone surrogate" in run.error.message
+
+
+async def test_an_error_message_holding_a_surrogate_is_stored_escaped(store: Store) -> None:
+    run = await _stopped(store, ['{"call": "explode", "args": {"order": "o1"}}'])
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error.kind == "RuntimeError"
+    assert run.error.message == "no order o1\\ud800"
+    assert run.error.traceback is not None
+    assert SURROGATE not in run.error.traceback
+
+
+async def test_a_non_finite_argument_from_a_reply_is_no_pick(store: Store) -> None:
+    run = await _stopped(store, ['{"call": "pay", "args": {"amount": 1e999}}'] * 3)
+    assert run.status == "suspended"
+    assert run.error is not None
+    assert run.error.kind == "no_action"  # the reply's parser takes no infinity for a pick
+
+
+async def test_a_flow_input_holding_a_surrogate_is_refused_before_anything_is_stored(
+    store: Store,
+) -> None:
+    engine = Engine(ScriptedModel([GOOD]), store=store)
+    with pytest.raises(JournalError, match=r"argument 0 of flow .* lone surrogate '\\ud800'"):
+        await engine.run(handle, f"t{SURROGATE}", run_id="bad")
+    assert await store.get_run("bad") is None
+
+
+async def test_a_batch_with_hostile_values_returns_every_run(store: Store) -> None:
+    replies = {
+        "good": GOOD,
+        "escaped": ESCAPED,
+        "raw": f'{{"call": "refund", "args": {{"reason": "{SURROGATE}"}}}}',
+        "step": '{"call": "lookup", "args": {"order": "o"}}',
+        "tool": '{"call": "explode", "args": {"order": "o"}}',
+    }
+
+    def reply(request: Request) -> str:
+        found = re.search(r"Handle (\w+)-", " ".join(m.text for m in request.messages))
+        assert found is not None
+        return replies[found[1]]
+
+    tickets = [f"{kind}-{i}" for i in range(4) for kind in replies]
+    errors: list[Any] = []
+    engine = Engine(ScriptedModel(reply), store=store)
+    runs = await engine.run_many(
+        handle, [*tickets, f"bad{SURROGATE}"], on_error=lambda *a: errors.append(a)
+    )
+    assert len(runs) == len(tickets)
+    assert len(errors) == 1
+    assert isinstance(errors[0][2], JournalError)
+    by_kind: dict[str, set[str]] = {}
+    for ticket, run in zip(tickets, runs, strict=True):
+        by_kind.setdefault(ticket.split("-")[0], set()).add(run.status)
+    assert by_kind == {
+        "good": {"completed"},
+        "escaped": {"suspended"},
+        "raw": {"suspended"},
+        "step": {"failed"},
+        "tool": {"failed"},
+    }
+    assert all(r.status != "running" for r in await store.list_runs())
