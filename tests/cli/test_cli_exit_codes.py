@@ -153,3 +153,21 @@ def test_usage_errors_exit_2_in_one_line(cli: Cli, tickets: Path) -> None:
         result = cli(*args)
         assert result.exit_code == USAGE, (args, result.output)
         assert "Traceback" not in result.output
+
+
+def test_submit_exits_by_the_same_table(
+    cli: Cli, tmp_path: Path, pg_dsn: str, pg_schema: str
+) -> None:
+    store = ["--store", f"{pg_dsn}?schema={pg_schema}"]
+    good = write_jsonl(tmp_path / "good.jsonl", [ticket(1), ticket(2)])
+    some = write_jsonl(tmp_path / "some.jsonl", [ticket(3)], raw=[(0, "{nope")])
+    bad = write_jsonl(tmp_path / "bad.jsonl", [], raw=[(0, "{nope")])
+    first = cli("submit", "ticket_routing", "-i", str(good), *store, store=False)
+    assert first.exit_code == OK, first.output
+    again = cli("submit", "ticket_routing", "-i", str(good), *store, store=False)
+    assert again.exit_code == OK, again.output  # stored before: nothing to do
+    assert (
+        cli("submit", "ticket_routing", "-i", str(some), *store, store=False).exit_code == STOPPED
+    )
+    none = cli("submit", "ticket_routing", "-i", str(bad), *store, store=False)
+    assert none.exit_code == NOTHING_STARTED, none.output
