@@ -88,19 +88,19 @@ def _path(trail: tuple[Any, ...] | None) -> str:
     return "".join(reversed(parts)) or "the top"
 
 
-def unencodable(data: Any) -> str | None:
+def unencodable(data: Any, *, max_depth: int = MAX_DEPTH) -> str | None:
     """Say what in JSON data ``data`` JSON cannot carry, and at which path, or ``None``.
 
     A lone surrogate in a string or a key (UTF-8 has no form for it), a float that is not
-    finite, an integer too long to read back, or nesting deeper than :data:`MAX_DEPTH`.
+    finite, an integer too long to read back, or more than ``max_depth`` containers nested.
     Walked without recursion, so any depth is answered; other types are left to the encoder.
     """
     stack: list[tuple[Any, int, tuple[Any, ...] | None]] = [(data, 0, None)]
     while stack:
         value, depth, trail = stack.pop()
         if isinstance(value, dict | list | tuple):
-            if depth >= MAX_DEPTH:
-                return f"nesting deeper than {MAX_DEPTH} levels at {_path(trail)}"
+            if depth >= max_depth:
+                return f"nesting deeper than {max_depth} levels at {_path(trail)}"
             if not isinstance(value, dict):
                 stack.extend((item, depth + 1, (i, trail)) for i, item in enumerate(value))
                 continue

@@ -37,7 +37,16 @@ def run_json(run: Run) -> str:
     Raises:
         JournalError: The run holds a value that is not JSON.
     """
-    return _encode(run.model_dump_json, lambda: run.model_dump(), f"run {run.run_id!r}")
+    what = f"run {run.run_id!r}"
+    text = _encode(run.model_dump_json, lambda: run.model_dump(), what)
+    # A run is read back by pydantic's parser, which refuses a document nested deeper than
+    # its writer writes: a run stored so could never be read. Counting brackets bounds the
+    # depth cheaply; only a run with that many is walked.
+    if text.count("[") + text.count("{") > _RUN_DEPTH:
+        problem = unencodable(run.model_dump(), max_depth=_RUN_DEPTH)
+        if problem is not None:
+            raise _not_json(what, problem)
+    return text
 
 
 def record_json(run_id: str, record: JournalRecord) -> str:
@@ -61,6 +70,8 @@ def trace_json(run_id: str, trace: dict[str, Any]) -> str:
 # What pydantic writes but JSON readers refuse or misread: the bare constants it writes for
 # a float that is not finite, and integers longer than Python reads back (4,300 digits).
 _SUSPECT = re.compile(r"NaN|Infinity|[0-9]{4300}")
+#: The deepest nesting of a run's JSON (the run's own object included) that reads back.
+_RUN_DEPTH = 200
 
 
 def _encode(encode: Callable[[], str], data: Callable[[], Any], what: str) -> str:

@@ -8,16 +8,21 @@ and never leaves it ``running``.
 
 from __future__ import annotations
 
+import json
 import re
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine import Engine, JournalError, Runtime, agentic_function, decision
 from engine.models import Request, ScriptedModel
-from engine.store import MemoryStore, PostgresStore, SQLiteStore, Store
+from engine.store import JournalRecord, MemoryStore, PostgresStore, Run, SQLiteStore, Store
 
 SURROGATE = "\ud800"
 GOOD = '{"call": "refund", "args": {"reason": "late"}}'
@@ -58,6 +63,20 @@ async def handle(ticket: str, runtime: Runtime | None = None) -> str:
 async def echo_bad(ticket: str, runtime: Runtime | None = None) -> str:
     """A flow whose own result holds a lone surrogate."""
     return ticket + SURROGATE
+
+
+@agentic_function
+async def deep_result(ticket: str, runtime: Runtime | None = None) -> Any:
+    """A flow whose result nests deeper than a stored run can be read back."""
+    return _nested(230, ticket)
+
+
+def _nested(depth: int, inner: Any = None) -> Any:
+    """Return ``inner`` inside ``depth`` lists."""
+    value: Any = [] if inner is None else [inner]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -154,6 +173,17 @@ async def test_a_flow_result_holding_a_surrogate_fails_the_run(store: Store) -> 
     assert "lone surrogate" in run.error.message
 
 
+async def test_a_result_too_deep_to_read_back_fails_the_run_at_its_last_write(
+    store: Store,
+) -> None:
+    run = await _stopped(store, [], flow=deep_result)
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.result is None
+    assert "nesting deeper than 200 levels at depth" in run.error.message
+    assert await store.load_trace(run.run_id) is not None
+
+
 async def test_an_error_message_holding_a_surrogate_is_stored_escaped(store: Store) -> None:
     run = await _stopped(store, ['{"call": "explode", "args": {"order": "o1"}}'])
     assert run.status == "failed"
@@ -214,3 +244,103 @@ async def test_a_batch_with_hostile_values_returns_every_run(store: Store) -> No
         "tool": {"failed"},
     }
     assert all(r.status != "running" for r in await store.list_runs())
+
+
+# -- properties ------------------------------------------------------------------------------
+
+#: Text of any code point, lone surrogates and NUL included.
+any_text = st.text(
+    st.characters(codec=None, categories=["Cs"]) | st.characters() | st.just("\x00"),
+    max_size=40,
+)
+#: JSON as a reply can spell it: what Python's parser takes, and what it refuses or misreads.
+_FRAGMENTS = st.one_of(
+    any_text.map(json.dumps),  # surrogates as escapes
+    any_text.map(lambda t: json.dumps(t, ensure_ascii=False)),  # surrogates raw
+    st.sampled_from(["NaN", "-Infinity", "1e999", "9" * 5000, "-0.0", '"a\\u0000b"', "null"]),
+    st.integers(1, 400).map(lambda n: "[" * n + "]" * n),
+    st.integers(1, 400).map(lambda n: '{"a":' * n + "1" + "}" * n),
+    st.integers(10_000, 200_000).map(lambda n: json.dumps("x" * n)),
+)
+replies = st.one_of(
+    any_text,
+    st.tuples(st.sampled_from(["refund", "pay", "nope"]), _FRAGMENTS, any_text).map(
+        lambda p: f'{p[2]} {{"call": "{p[0]}", "args": {{"reason": {p[1]}, "amount": {p[1]}}}}}'
+    ),
+    st.tuples(_FRAGMENTS, _FRAGMENTS).map(lambda p: f'{{"call": {p[0]}, "args": {p[1]}}}'),
+)
+
+
+async def _through_a_run(reply: str) -> None:
+    store = MemoryStore()
+    engine = Engine(ScriptedModel(lambda _request: reply), store=store)
+    run = await engine.run(handle, "t1")
+    assert run.status in {"completed", "suspended", "failed"}
+    assert await store.get_run(run.run_id) == run  # stored as returned
+    for record in await store.load_journal(run.run_id):
+        if record.kind == "model":  # the reply the model gave, kept whole
+            replayed = (
+                json.loads(record.data["escaped_json"])
+                if "escaped_json" in record.data
+                else record.data
+            )
+            assert replayed["text"] == reply
+    assert await store.load_trace(run.run_id) is not None
+
+
+@settings(max_examples=150, deadline=None)
+@given(replies)
+def test_no_reply_raises_out_of_a_run_or_is_lost(reply: str) -> None:
+    anyio.run(_through_a_run, reply)
+
+
+#: JSON data of every kind a value can hold, JSON's limits included.
+json_data: st.SearchStrategy[Any] = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([4500, 300, 19]).map(lambda n: 10**n)
+    | st.floats()
+    | any_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(any_text, inner, max_size=4),
+    max_leaves=10,
+) | st.integers(200, 300).map(_nested)
+
+
+async def _through_a_store(kind: str, data: Any, folder: Path) -> None:
+    store: Store = MemoryStore() if kind == "memory" else SQLiteStore(folder / "runs.db")
+    try:
+        try:
+            created, _ = await store.create_run(Run(run_id="r", flow="f", input={"v": data}))
+        except JournalError:
+            assert await store.get_run("r") is None  # refused whole
+            created, _ = await store.create_run(Run(run_id="r", flow="f"))
+        else:
+            assert created.input == {"v": data}
+        try:
+            await store.append("r", [JournalRecord(key="k", kind="step", data={"v": data})])
+        except JournalError:
+            assert await store.load_journal("r") == []
+        else:
+            assert [r.data for r in await store.load_journal("r")] == [{"v": data}]
+        changed = created.model_copy(update={"result": data})
+        try:
+            updated = await store.update_run(changed, expected_version=created.version)
+        except JournalError:
+            assert await store.get_run("r") == created
+        else:
+            assert updated is not None
+            stored = await store.get_run("r")
+            assert stored is not None
+            assert stored.result == data
+    finally:
+        await store.close()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["memory", "sqlite"]), json_data)
+def test_what_a_store_takes_reads_back_equal_and_what_it_refuses_leaves_nothing(
+    kind: str, data: Any
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        anyio.run(_through_a_store, kind, data, Path(folder))
