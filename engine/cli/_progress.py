@@ -224,7 +224,9 @@ class BatchView:
         return {
             "in_flight": str(t.in_flight),
             "suspended": str(t.statuses["suspended"]),
-            "failed": str(t.statuses["failed"] + len(t.not_started) + len(t.skipped)),
+            "failed": str(
+                t.statuses["failed"] + len(t.not_started) + len(t.skipped) + len(t.duplicates)
+            ),
             "tokens": _compact(t.tokens),
             "rate": f"{t.rate:.1f}",
         }
