@@ -221,4 +221,7 @@ def _adapter(annotation: Any) -> TypeAdapter[Any]:
 
 def digest(*parts: str) -> str:
     """Return a short, stable fingerprint of text parts."""
-    return hashlib.blake2b("\x1e".join(parts).encode(), digest_size=8).hexdigest()
+    # surrogatepass: a reply sent back for a re-pick may hold a lone surrogate, and its
+    # fingerprint must not fail (text without one encodes as plain UTF-8, as before).
+    text = "\x1e".join(parts).encode(errors="surrogatepass")
+    return hashlib.blake2b(text, digest_size=8).hexdigest()

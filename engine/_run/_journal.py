@@ -163,7 +163,10 @@ def request_fingerprint(request: Request) -> str:
     parts = [f"{m.role}\x1f{m.text}" for m in request.messages]
     parts.append("\x1f".join(t.name for t in request.tools or ()))
     parts.append("\x1f".join(c.name for c in request.choices or ()))
-    return hashlib.blake2b("\x1e".join(parts).encode(), digest_size=8).hexdigest()
+    # surrogatepass: a reply sent back for a re-pick may hold a lone surrogate, and its
+    # fingerprint must not fail (text without one encodes as plain UTF-8, as before).
+    text = "\x1e".join(parts).encode(errors="surrogatepass")
+    return hashlib.blake2b(text, digest_size=8).hexdigest()
 
 
 def check_record(record: JournalRecord, fingerprint: str, key: str, what: str) -> None:
