@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -307,30 +308,38 @@ json_data: st.SearchStrategy[Any] = st.recursive(
 ) | st.integers(200, 300).map(_nested)
 
 
-async def _through_a_store(kind: str, data: Any, folder: Path) -> None:
-    store: Store = MemoryStore() if kind == "memory" else SQLiteStore(folder / "runs.db")
+async def _through_a_store(kind: str, data: Any, where: str) -> None:
+    store: Store
+    if kind == "memory":
+        store = MemoryStore()
+    elif kind == "sqlite":
+        store = SQLiteStore(Path(where) / "runs.db")
+    else:
+        dsn, schema = where.split(" ")
+        store = PostgresStore(dsn, schema=schema, pool_max=1)
+    rid = uuid.uuid4().hex  # a PostgreSQL schema serves every example
     try:
         try:
-            created, _ = await store.create_run(Run(run_id="r", flow="f", input={"v": data}))
+            created, _ = await store.create_run(Run(run_id=rid, flow="f", input={"v": data}))
         except JournalError:
-            assert await store.get_run("r") is None  # refused whole
-            created, _ = await store.create_run(Run(run_id="r", flow="f"))
+            assert await store.get_run(rid) is None  # refused whole
+            created, _ = await store.create_run(Run(run_id=rid, flow="f"))
         else:
             assert created.input == {"v": data}
         try:
-            await store.append("r", [JournalRecord(key="k", kind="step", data={"v": data})])
+            await store.append(rid, [JournalRecord(key="k", kind="step", data={"v": data})])
         except JournalError:
-            assert await store.load_journal("r") == []
+            assert await store.load_journal(rid) == []
         else:
-            assert [r.data for r in await store.load_journal("r")] == [{"v": data}]
+            assert [r.data for r in await store.load_journal(rid)] == [{"v": data}]
         changed = created.model_copy(update={"result": data})
         try:
             updated = await store.update_run(changed, expected_version=created.version)
         except JournalError:
-            assert await store.get_run("r") == created
+            assert await store.get_run(rid) == created
         else:
             assert updated is not None
-            stored = await store.get_run("r")
+            stored = await store.get_run(rid)
             assert stored is not None
             assert stored.result == data
     finally:
@@ -343,4 +352,40 @@ def test_what_a_store_takes_reads_back_equal_and_what_it_refuses_leaves_nothing(
     kind: str, data: Any
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        anyio.run(_through_a_store, kind, data, Path(folder))
+        anyio.run(_through_a_store, kind, data, folder)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=json_data)
+def test_what_postgresql_takes_reads_back_equal_and_what_it_refuses_leaves_nothing(
+    pg_dsn: str, pg_schema: str, data: Any
+) -> None:
+    anyio.run(_through_a_store, "postgres", data, f"{pg_dsn} {pg_schema}")
+
+
+async def test_a_reply_journaled_escaped_replays_as_the_model_gave_it(store: Store) -> None:
+    reply = f"thinking {SURROGATE} {GOOD}"
+    first = await Engine(ScriptedModel([reply]), store=store).run(handle, "t1")
+    (model_record,) = [r for r in await store.load_journal(first.run_id) if r.kind == "model"]
+    # A process died after journaling the reply, before its pick rode to the store.
+    dead = first.model_copy(
+        update={
+            "run_id": "died",
+            "status": "running",
+            "owner": "dead",
+            "lease_expires_at": 0.0,
+            "result": None,
+            "version": 0,
+        }
+    )
+    await store.create_run(dead)
+    await store.append("died", [model_record])
+    model = ScriptedModel([])  # asked for anything, it raises: the reply must replay
+    (recovered,) = await Engine(model, store=store).recover(flows=[handle])
+    assert recovered.status == "completed"
+    assert recovered.result == "refunded late"
+    assert model.calls == 0
