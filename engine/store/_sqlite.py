@@ -24,6 +24,7 @@ import anyio.to_thread
 
 from engine._base import JournalError
 from engine.store import _sqlite_commit as commits
+from engine.store import _sqlite_files as files
 from engine.store import _sqlite_sql as sql
 from engine.store._base import BatchedStore
 from engine.store._checks import check_prune, next_version
@@ -41,6 +42,14 @@ class SQLiteStore(BatchedStore[commits.Op]):
     The file is opened on first use (or by ``async with``), and its schema is created and
     versioned by the store. Several store objects, in one process or many, may open the same
     file; a process that crashed leaves a file the next one reopens as is.
+
+    With ``read_only=True`` the file is only read: it is opened read-only (``mode=ro``),
+    nothing is set up or migrated in it, and every write fails with a
+    :class:`~engine.JournalError`, so a file that may not be written (its permissions, a
+    read-only disk, a copy to be left as it is) can still be looked into. With
+    ``check=True`` the file's structure is checked when it is opened, before anything is
+    written to it, so a damaged file fails the open rather than the first write that reaches
+    its damage (the check reads the whole file: about a second per gigabyte).
 
     When a transition is on disk depends on ``durability``; in every mode a write returns
     only after the transaction holding it has committed, so a later read sees it:
@@ -60,6 +69,12 @@ class SQLiteStore(BatchedStore[commits.Op]):
         durability: ``"full"``, ``"normal"`` or ``"off"``, as above.
         busy_timeout_s: How long a write waits for another process's write lock before it
             fails with :class:`~engine.JournalError`.
+        read_only: Only read the file, as above; it must exist.
+        check: Check the file's structure on opening, as above.
+
+    A file the store cannot use (damaged, read-only when written, locked past
+    ``busy_timeout_s``, a full disk) fails each operation with a :class:`~engine.JournalError`
+    that names the file, what is wrong and what to do.
 
     Raises:
         ValueError: An unknown ``durability``, a negative ``busy_timeout_s``, or ``":memory:"``.
@@ -71,6 +86,8 @@ class SQLiteStore(BatchedStore[commits.Op]):
         *,
         durability: Durability = "normal",
         busy_timeout_s: float = 30.0,
+        read_only: bool = False,
+        check: bool = False,
     ) -> None:
         super().__init__()
         valid = get_args(Durability)
@@ -85,6 +102,8 @@ class SQLiteStore(BatchedStore[commits.Op]):
             raise ValueError("SQLiteStore needs a file path; use MemoryStore for runs in memory")
         self.durability: Durability = durability
         self.busy_timeout_s = busy_timeout_s
+        self.read_only = read_only
+        self.check = check
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         #: The write that takes the queue next, and what the others in it wait on.
@@ -94,7 +113,8 @@ class SQLiteStore(BatchedStore[commits.Op]):
         self._read_limiter = anyio.CapacityLimiter(1)
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({self.path!r}, durability={self.durability!r})"
+        mode = ", read_only=True" if self.read_only else ""
+        return f"SQLiteStore({self.path!r}, durability={self.durability!r}{mode})"
 
     # -- the Store protocol --------------------------------------------------------------------
 
@@ -205,6 +225,11 @@ class SQLiteStore(BatchedStore[commits.Op]):
         takes the whole queue and commits it. The others wait on one event for the queue,
         set when their batch has committed, or when their leader gave up before taking it.
         """
+        if self.read_only:
+            raise JournalError(
+                f"SQLite store {self.path!r} is open read-only, so it cannot be written; "
+                "open it without read_only=True to write"
+            )
         if self._writer is None:
             await self._ensure_open()
         op = commits.Op(apply)
@@ -262,7 +287,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
     def _translate(self, error: BaseException) -> BaseException:
         # One database failure may be shared by a whole batch: wrap it afresh per caller.
         if isinstance(error, sqlite3.Error):
-            wrapped = JournalError(f"SQLite store {self.path!r} failed: {error}")
+            wrapped = JournalError(files.explain(self.path, error, self.busy_timeout_s))
             wrapped.__cause__ = error
             return wrapped
         return error
@@ -270,11 +295,16 @@ class SQLiteStore(BatchedStore[commits.Op]):
     # -- connections and reads -----------------------------------------------------------------
 
     def _is_open(self) -> bool:
-        return self._writer is not None
+        return self._reader is not None
 
     async def _open_connections(self) -> None:
         try:
-            self._writer, self._reader = await anyio.to_thread.run_sync(self._open)
+            if self.read_only:
+                self._reader = await anyio.to_thread.run_sync(
+                    files.open_read_only, self.path, self.busy_timeout_s
+                )
+            else:
+                self._writer, self._reader = await anyio.to_thread.run_sync(self._open)
         except sqlite3.Error as exc:
             raise self._translate(exc) from exc
 
@@ -290,6 +320,8 @@ class SQLiteStore(BatchedStore[commits.Op]):
         """Open the writer (creating the schema) and the reader; runs in a worker thread."""
         writer = self._connect()
         try:
+            if self.check:  # before WAL mode is set, which would write to the file
+                files.quick_check(writer, self.path)
             mode = writer.execute("PRAGMA journal_mode = WAL").fetchall()[0][0]
             if mode != "wal":
                 raise JournalError(
@@ -326,4 +358,8 @@ class SQLiteStore(BatchedStore[commits.Op]):
     def _run_read(self, query: Callable[[sqlite3.Connection], T]) -> T:
         if self._reader is None:  # closed while this read waited for the connection
             raise self._closed_error()
-        return query(self._reader)
+        try:
+            return query(self._reader)
+        except (ValueError, RecursionError) as exc:
+            # A row SQLite reads but whose JSON or fields are not what the store wrote.
+            raise files.unreadable_row(self.path, exc) from exc

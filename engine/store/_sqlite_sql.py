@@ -26,6 +26,7 @@ from engine.store._types import JournalRecord, Run
 
 __all__ = [
     "SCHEMA_VERSION",
+    "check_schema",
     "create_schema",
     "delete_runs",
     "insert_journal",
@@ -98,6 +99,37 @@ def create_schema(conn: sqlite3.Connection, path: str) -> None:
     except BaseException:
         rollback(conn)
         raise
+
+
+def check_schema(conn: sqlite3.Connection, path: str) -> None:
+    """Check that a file opened read-only holds a store this engine reads; change nothing.
+
+    A file with no tables at all (new, or empty) reads as an empty store: its tables are made
+    in the connection's own TEMP schema, which is never written to the file.
+
+    Raises:
+        JournalError: The file holds other tables than a store's, or a newer schema.
+    """
+    tables = {
+        name for (name,) in _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    if not tables:
+        for statement in _SCHEMA:
+            if statement.startswith("CREATE TABLE"):
+                conn.execute(statement.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+        return
+    missing = sorted({"meta", "runs", "journal", "traces"} - tables)
+    if missing:
+        raise JournalError(
+            f"SQLite store {path!r} is not a store of this engine (it has no "
+            f"{', '.join(missing)} table); point at the file the runs were stored in"
+        )
+    found = _rows(conn, "SELECT value FROM meta WHERE key = 'schema_version'")
+    if found and int(found[0][0]) > SCHEMA_VERSION:
+        raise JournalError(
+            f"SQLite store {path!r} has schema version {found[0][0]}, newer than this "
+            f"engine's {SCHEMA_VERSION}; upgrade the engine to open it"
+        )
 
 
 # -- one function per operation ---------------------------------------------------------------

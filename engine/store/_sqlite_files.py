@@ -1,0 +1,131 @@
+"""How :class:`~engine.store.SQLiteStore` reaches its file: read-only opens, and what fails.
+
+A failed SQLite call becomes one line that names the file, says what is wrong with it and
+what to do; so does a row that SQLite reads but the store cannot (its JSON damaged).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sqlite3
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from engine._base import JournalError
+from engine.store import _sqlite_sql as sql
+
+__all__ = ["explain", "open_read_only", "quick_check", "unreadable_row"]
+
+
+def open_read_only(path: str, busy_timeout_s: float) -> sqlite3.Connection:
+    """Open ``path`` read-only, check it holds a store, and return the connection.
+
+    Runs in a worker thread. SQLite reads a WAL file through an index beside it (``-shm``)
+    that it must be able to create; where the folder forbids that and no ``-wal`` is beside
+    the file, every commit is in the file itself, and it is opened as immutable instead.
+
+    Raises:
+        sqlite3.Error: SQLite cannot read the file.
+        JournalError: The file is not a store of this engine, or has a newer schema.
+    """
+    try:
+        return _open(path, busy_timeout_s, immutable=False)
+    except sqlite3.Error as exc:
+        if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_READONLY_DIRECTORY:
+            raise
+        if os.path.exists(f"{path}-wal"):
+            raise JournalError(
+                f"SQLite store {path!r} cannot be read here: its folder is read-only and "
+                f"{path}-wal beside it holds commits SQLite must index first; open it once "
+                "where the folder may be written, or copy the file with its -wal to such a folder"
+            ) from exc
+        return _open(path, busy_timeout_s, immutable=True)
+
+
+def _open(path: str, busy_timeout_s: float, *, immutable: bool) -> sqlite3.Connection:
+    # A URI, so that SQLite opens the file read-only and never creates it.
+    uri = f"{Path(path).absolute().as_uri()}?mode=ro{'&immutable=1' if immutable else ''}"
+    conn = sqlite3.connect(
+        uri, uri=True, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+    )
+    try:
+        sql.check_schema(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+# What each SQLite result code means for the file, and what to do about it.
+_DAMAGED = (
+    'is damaged ({error}): `sqlite3 {path} "PRAGMA integrity_check"` says what is wrong, and '
+    '`sqlite3 {path} ".recover" | sqlite3 recovered.db` copies out what can be read'
+)
+_EXPLAINED = {
+    sqlite3.SQLITE_CORRUPT: _DAMAGED,
+    sqlite3.SQLITE_NOTADB: _DAMAGED,
+    sqlite3.SQLITE_READONLY: (
+        "is read-only ({error}): make the file and its folder writable, or open it with "
+        "read_only=True to read it"
+    ),
+    sqlite3.SQLITE_CANTOPEN: (
+        "cannot be opened ({error}): check that the file and its folder exist and may be read"
+    ),
+    sqlite3.SQLITE_FULL: "cannot grow ({error}): free space on its disk",
+    sqlite3.SQLITE_IOERR: "failed to read or write its file ({error}): check the disk",
+    sqlite3.SQLITE_BUSY: (
+        "is locked by another writer ({error}) longer than busy_timeout_s={timeout}; "
+        "try again once it is done"
+    ),
+}
+
+
+def explain(path: str, error: sqlite3.Error, busy_timeout_s: float) -> str:
+    """Return one line on a failed SQLite call: the file, what is wrong, and what to do."""
+    code = getattr(error, "sqlite_errorcode", None)
+    # Extended result codes keep the primary code in their low byte.
+    template = _EXPLAINED.get(code & 0xFF) if isinstance(code, int) else None
+    if template is None:
+        return f"SQLite store {path!r} failed: {error}"
+    return f"SQLite store {path!r} " + template.format(
+        error=error, path=shlex.quote(path), timeout=busy_timeout_s
+    )
+
+
+def quick_check(conn: sqlite3.Connection, path: str) -> None:
+    """Check the file's structure (``PRAGMA quick_check``); runs in a worker thread.
+
+    Raises:
+        JournalError: The check found damage; the message says where and what to do.
+    """
+    found = conn.execute("PRAGMA quick_check(1)").fetchall()
+    if found != [("ok",)]:
+        why = " ".join(str(found[0][0] if found else "no answer").split())
+        why = why.removeprefix("*** in database main *** ")
+        raise JournalError(
+            f"SQLite store {path!r} " + _DAMAGED.format(error=_clip(why), path=shlex.quote(path))
+        )
+
+
+def unreadable_row(path: str, exc: ValueError | RecursionError) -> JournalError:
+    """Return the error for a row SQLite read but the store cannot (its JSON or fields)."""
+    return JournalError(
+        f"SQLite store {path!r} holds a row that cannot be read ({_one_line(exc)}); the file "
+        f'is damaged or was written by hand: `sqlite3 {shlex.quote(path)} "PRAGMA '
+        'integrity_check"` says more'
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    """Return what an exception says, on one line (a validation error: its first error)."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    return _clip(" ".join(str(exc).split()))
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
