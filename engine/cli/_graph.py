@@ -49,7 +49,7 @@ def graph(
     """Draw the routing graph of a flow's stored runs: options offered and picked, failures."""
 
     async def body() -> None:
-        async with open_store(store) as opened:
+        async with open_store(store, read_only=True) as opened:
             name = await _which_flow(opened, flow, store)
             routing = await RoutingGraph.from_store(opened, name)
         if not routing.runs:

@@ -41,7 +41,7 @@ def runs(
 
     async def body() -> None:
         name = flow_name(flow) if flow else None
-        async with open_store(store) as opened:
+        async with open_store(store, read_only=True) as opened:
             found = await opened.list_runs(status=status, flow=name)  # type: ignore[arg-type]
         if as_json:
             for run in found[-limit:]:

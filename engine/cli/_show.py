@@ -38,7 +38,7 @@ def show(
     """Show one run: its outcome, why it stopped, and its trace as a tree."""
 
     async def body() -> None:
-        async with open_store(store) as opened:
+        async with open_store(store, read_only=True) as opened:
             run = await find_run(opened, run_id, store)
             trace = await opened.load_trace(run.run_id)
         if as_json:

@@ -52,8 +52,8 @@ def test_an_unreadable_store_file_is_unreachable(cli: Cli, tmp_path: Path) -> No
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not a database" * 100)
     result = cli("runs", "--store", str(junk), store=False)
-    assert result.exit_code == 2
-    assert "is unreachable" in result.stderr
+    assert result.exit_code == 4  # the store is unreachable or damaged
+    assert "is damaged (file is not a database)" in result.stderr
 
 
 def test_reading_commands_do_not_create_a_store(cli: Cli, tmp_path: Path) -> None:
