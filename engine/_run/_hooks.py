@@ -148,7 +148,7 @@ class JournalHooks(Hooks):
             node.key = f"{key}@{generation}"  # a fresh ask: its calls get keys of their own
         try:
             pick = await decide(request)
-            _check_pick(pick, node, key, menu.names)
+            _check_pick(pick, node, menu.names)
         except DecisionError as exc:
             if exc.where is None:
                 exc.where = key
@@ -170,6 +170,11 @@ class JournalHooks(Hooks):
         )
         try:
             pick = validate(raw, menu)
+            problem = unencodable(pick.args)
+            if problem is not None:  # refused before the resume, as any invalid pick is
+                raise Failure(
+                    "bad_args", f"the pick's arguments hold {problem}, which JSON cannot carry"
+                )
         except Failure as failure:
             raise DecisionError(
                 failure.kind,
@@ -270,7 +275,7 @@ def _unescaped(data: Any) -> Any:
     return data
 
 
-def _check_pick(pick: Pick, node: Node, key: str, options: list[str]) -> None:
+def _check_pick(pick: Pick, node: Node, options: list[str]) -> None:
     """Refuse a model's pick whose arguments JSON cannot carry, before anything acts on it.
 
     The reply is at fault, not the flow: the decision fails as a bad pick would (``bad_args``),

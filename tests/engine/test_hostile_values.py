@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import Engine, JournalError, Runtime, agentic_function, decision
+from engine import DecisionError, Engine, JournalError, Runtime, agentic_function, decision
 from engine.models import Request, ScriptedModel
 from engine.store import JournalRecord, MemoryStore, PostgresStore, Run, SQLiteStore, Store
 
@@ -389,3 +389,17 @@ async def test_a_reply_journaled_escaped_replays_as_the_model_gave_it(store: Sto
     assert recovered.status == "completed"
     assert recovered.result == "refunded late"
     assert model.calls == 0
+
+
+async def test_a_human_pick_holding_a_surrogate_is_refused_and_the_run_left_as_it_was(
+    store: Store,
+) -> None:
+    engine = Engine(ScriptedModel([ESCAPED]), store=store)
+    run = await engine.run(handle, "t1")
+    assert run.status == "suspended"
+    pick = {"call": "refund", "args": {"reason": SURROGATE}}
+    with pytest.raises(DecisionError, match=r"lone surrogate '\\ud800' at \['reason'\]"):
+        await engine.resume(run.run_id, pick=pick)
+    assert await store.get_run(run.run_id) == run
+    done = await engine.resume(run.run_id, pick={"call": "refund", "args": {"reason": "ok"}})
+    assert done.status == "completed"
