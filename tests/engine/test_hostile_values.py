@@ -372,16 +372,8 @@ async def test_a_reply_journaled_escaped_replays_as_the_model_gave_it(store: Sto
     first = await Engine(ScriptedModel([reply]), store=store).run(handle, "t1")
     (model_record,) = [r for r in await store.load_journal(first.run_id) if r.kind == "model"]
     # A process died after journaling the reply, before its pick rode to the store.
-    dead = first.model_copy(
-        update={
-            "run_id": "died",
-            "status": "running",
-            "owner": "dead",
-            "lease_expires_at": 0.0,
-            "result": None,
-            "version": 0,
-        }
-    )
+    gone = {"run_id": "died", "status": "running", "owner": "dead", "lease_expires_at": 0.0}
+    dead = first.model_copy(update={**gone, "result": None, "version": 0})
     await store.create_run(dead)
     await store.append("died", [model_record])
     model = ScriptedModel([])  # asked for anything, it raises: the reply must replay
