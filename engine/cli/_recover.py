@@ -17,10 +17,9 @@ import typer
 from engine._base import mask_secrets
 from engine._run import Engine
 from engine.cli._common import DEFAULT_STORE, EXIT_OK, note, out, run_async
-from engine.cli._inputs import short_name
 from engine.cli._models import choose_model
-from engine.cli._progress import BatchView, Tally, exit_status, summary
-from engine.cli._run import ConcurrencyOpt, LeaseOpt, ModelOpt, StoreOpt, next_steps
+from engine.cli._resume import resume_runs
+from engine.cli._run import ConcurrencyOpt, LeaseOpt, ModelOpt, StoreOpt
 from engine.cli._stores import open_store
 from engine.store import Run, RunStatus, Store
 
@@ -79,19 +78,11 @@ async def _recover(engine: Engine, store: Store, concurrency: int, url: str) -> 
     if not found:
         out.print(f"no runs to recover in {mask_secrets(url)}", markup=False)
         return EXIT_OK
-    tally = Tally(total=len(found), track_existing=False)
-    with BatchView(tally, f"recovering {len(found)} run(s)") as view:
-        batch = engine.resume_as_completed(
-            (r.run_id for r in found),
-            concurrency=concurrency,
-            progress=view.progress,
-            on_error=view.not_started,
-            handle_signals=True,
-        )
-        await view.follow(batch)
-    tally.interrupted = engine.stopping
-    out.print(summary(tally, f"recovered {len(found)} run(s) of a process that died"))
-    flows = sorted({r.flow for r in found})
-    flow = short_name(flows[0]) if len(flows) == 1 else "FLOW"
-    next_steps(tally, flow, url, resumed=found[0].run_id)
-    return exit_status(tally)
+    return await resume_runs(
+        engine,
+        found,
+        url,
+        doing="recovering",
+        done=f"recovered {len(found)} run(s) of a process that died",
+        concurrency=concurrency,
+    )

@@ -37,7 +37,7 @@ from engine.cli._stores import find_run, open_store
 from engine.cli._submit import queue_resume
 from engine.store import Run, RunStatus, Store
 
-__all__ = ["resume"]
+__all__ = ["resume", "resume_runs"]
 
 
 def resume(
@@ -153,8 +153,30 @@ async def _many(
     if not found:
         out.print(f"no {' or '.join(statuses)} runs in {mask_secrets(url)}", markup=False)
         return EXIT_OK
+    return await resume_runs(
+        engine,
+        found,
+        url,
+        doing="resuming",
+        done=f"resumed {len(found)} {' and '.join(statuses)} run(s)",
+        concurrency=concurrency,
+        max_retries=max_retries,
+    )
+
+
+async def resume_runs(
+    engine: Engine,
+    found: list[Run],
+    url: str,
+    *,
+    doing: str,
+    done: str,
+    concurrency: int,
+    max_retries: int | None = None,
+) -> int:
+    """Resume ``found`` as one batch with the live view and the summary; return the status."""
     tally = Tally(total=len(found), track_existing=False)
-    with BatchView(tally, f"resuming {len(found)} run(s)") as view:
+    with BatchView(tally, f"{doing} {len(found)} run(s)") as view:
         batch = engine.resume_as_completed(
             (r.run_id for r in found),
             max_retries=max_retries,
@@ -165,7 +187,7 @@ async def _many(
         )
         await view.follow(batch)
     tally.interrupted = engine.stopping
-    out.print(summary(tally, f"resumed {len(found)} {' and '.join(statuses)} run(s)"))
+    out.print(summary(tally, done))
     flows = sorted({r.flow for r in found})
     flow = short_name(flows[0]) if len(flows) == 1 else "FLOW"
     next_steps(tally, flow, url, resumed=found[0].run_id)
