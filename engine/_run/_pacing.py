@@ -96,8 +96,19 @@ RUN_IDS = RunIds()
 
 
 def check_run_id(run_id: object) -> None:
-    """Refuse a run id that is not a non-empty string (one empty id would serve every run)."""
+    """Refuse a run id that is not a non-empty string (one empty id would serve every run).
+
+    Nor may it hold a lone surrogate or a NUL: no store can keep it, nor a terminal print it.
+    """
     if not isinstance(run_id, str) or not run_id:
         raise ValueError(
             f"a run id must be a non-empty string, got {run_id!r} (leave run_id out for new ids)"
         )
+    try:
+        run_id.encode()
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"the run id {run_id!r} holds a lone surrogate, which no store can keep; use plain text"
+        ) from None
+    if "\0" in run_id:
+        raise ValueError(f"the run id {run_id!r} holds a NUL character; use plain text")
