@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -10,37 +9,18 @@ import time
 from pathlib import Path
 
 import anyio
-from cli_support import CLEAN, ticket, write_jsonl
+from cli_support import (
+    CLEAN,
+    engine_process,
+    process_env,
+    stored_statuses,
+    ticket,
+    write_jsonl,
+)
 
 from engine.store import SQLiteStore
 
-ROOT = Path(__file__).parents[2]
 SCRIPT = Path(sys.executable).parent / "engine"
-
-
-def env() -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return {**clean, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
-
-
-def engine(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "engine", *args],
-        cwd=cwd,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def statuses(path: Path) -> dict[str, str]:
-    async def read() -> dict[str, str]:
-        async with SQLiteStore(path) as store:
-            return {r.run_id: r.status for r in await store.list_runs()}
-
-    return anyio.run(read)
 
 
 def cancel_kinds(path: Path) -> set[str]:
@@ -53,7 +33,7 @@ def cancel_kinds(path: Path) -> set[str]:
 
 
 def test_python_dash_m_engine_shows_every_command(tmp_path: Path) -> None:
-    result = engine("--help", cwd=tmp_path)
+    result = engine_process("--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     for command in ("run", "runs", "show", "resume", "graph", "prune"):
         assert command in result.stdout
@@ -64,15 +44,15 @@ def test_the_engine_script_runs_a_file_into_the_default_store(tmp_path: Path) ->
     result = subprocess.run(
         [str(SCRIPT), "run", "ticket_routing", "--input", str(path), "--model", CLEAN],
         cwd=tmp_path,
-        env=env(),
+        env=process_env(),
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert statuses(tmp_path / "engine.db") == {f"T-{n}": "completed" for n in range(1, 4)}
-    shown = engine("show", "T-1", cwd=tmp_path)
+    assert stored_statuses(tmp_path / "engine.db") == {f"T-{n}": "completed" for n in range(1, 4)}
+    shown = engine_process("show", "T-1", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "classify()" in shown.stdout
 
@@ -85,29 +65,29 @@ def test_ctrl_c_mid_batch_leaves_every_run_resumable(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "engine", *args, "--model", slow],
         cwd=tmp_path,
-        env=env(),
+        env=process_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     deadline = time.monotonic() + 30
-    while not (store.exists() and len(statuses(store)) >= 6) and time.monotonic() < deadline:
+    while not (store.exists() and len(stored_statuses(store)) >= 6) and time.monotonic() < deadline:
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
     assert "engine resume --all-cancelled" in stdout
     assert "start the records that never started" in stdout
-    after = statuses(store)
+    after = stored_statuses(store)
     assert 0 < len(after) < 40
     assert set(after.values()) <= {"completed", "cancelled"}
     assert "cancelled" in after.values()
     assert cancel_kinds(store) == {"shutdown"}  # the engine's graceful shutdown stopped them
 
-    resumed = engine(
+    resumed = engine_process(
         "resume", "--all-cancelled", "--model", CLEAN, "--store", str(store), cwd=tmp_path
     )
     assert resumed.returncode == 0, resumed.stderr
-    rest = engine(*args, "--model", CLEAN, cwd=tmp_path)
+    rest = engine_process(*args, "--model", CLEAN, cwd=tmp_path)
     assert rest.returncode == 0, rest.stderr
-    assert statuses(store) == {f"T-{n}": "completed" for n in range(1, 41)}
+    assert stored_statuses(store) == {f"T-{n}": "completed" for n in range(1, 41)}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -10,39 +9,17 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
-from cli_support import CLEAN, ticket, write_jsonl
+from cli_support import (
+    CLEAN,
+    engine_process,
+    process_env,
+    stored_statuses,
+    ticket,
+    write_jsonl,
+)
 
-from engine.store import SQLiteStore
-
-ROOT = Path(__file__).parents[2]
 TICKETS = 40
 ROW = re.compile(r"│ (\S[^│]*?)\s*│\s*(\d+) │")
-
-
-def env() -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return {**clean, "PYTHONPATH": str(ROOT), "COLUMNS": "160", "ENGINE_STORE": ""}
-
-
-def engine(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "engine", *args],
-        cwd=cwd,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def statuses(path: Path) -> dict[str, str]:
-    async def read() -> dict[str, str]:
-        async with SQLiteStore(path) as store:
-            return {r.run_id: r.status for r in await store.list_runs()}
-
-    return anyio.run(read)
 
 
 def rows(output: str) -> dict[str, int]:
@@ -58,22 +35,22 @@ def test_a_killed_run_is_accounted_for_and_recovered(tmp_path: Path) -> None:
     child = subprocess.Popen(
         [sys.executable, "-m", "engine", *args, "--model", slow, "--lease", "1"],
         cwd=tmp_path,
-        env=env(),
+        env=process_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 30
-    while not (store.exists() and len(statuses(store)) >= 8) and time.monotonic() < deadline:
+    while not (store.exists() and len(stored_statuses(store)) >= 8) and time.monotonic() < deadline:
         time.sleep(0.1)
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=10)
-    left = statuses(store)
+    left = stored_statuses(store)
     dead = sorted(r for r, s in left.items() if s == "running")
     assert dead, "the child had no run in flight when it was killed"
     assert len(left) < TICKETS, "the child finished before it was killed"
     time.sleep(1.2)  # the dead process's leases (1 s) run out
 
-    rerun = engine(*args, "--model", CLEAN, cwd=tmp_path)
+    rerun = engine_process(*args, "--model", CLEAN, cwd=tmp_path)
     assert rerun.returncode == 1, rerun.stderr  # not every line's run completed yet
     counted = rows(rerun.stdout)
     assert counted.pop("total") == TICKETS
@@ -82,20 +59,20 @@ def test_a_killed_run_is_accounted_for_and_recovered(tmp_path: Path) -> None:
     assert counted["already in the store"] == len(left) - len(dead)
     assert counted["completed"] == TICKETS - len(left)
     assert "engine recover" in rerun.stdout.split("next:")[1]
-    assert {r: s for r, s in statuses(store).items() if r in dead} == dict.fromkeys(
+    assert {r: s for r, s in stored_statuses(store).items() if r in dead} == dict.fromkeys(
         dead, "running"
     )  # left for recover, not taken over behind the user's back
 
-    recovered = engine(
+    recovered = engine_process(
         "recover", "--model", CLEAN, "--lease", "5", "--store", str(store), cwd=tmp_path
     )
     assert recovered.returncode == 0, recovered.stderr
     assert rows(recovered.stdout)["completed"] == len(dead)
-    assert statuses(store) == {f"T-{n}": "completed" for n in range(1, TICKETS + 1)}
+    assert stored_statuses(store) == {f"T-{n}": "completed" for n in range(1, TICKETS + 1)}
 
-    again = engine("recover", "--store", str(store), "--model", CLEAN, cwd=tmp_path)
+    again = engine_process("recover", "--store", str(store), "--model", CLEAN, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "no runs to recover" in again.stdout
-    final = engine(*args, "--model", CLEAN, cwd=tmp_path)
+    final = engine_process(*args, "--model", CLEAN, cwd=tmp_path)
     assert final.returncode == 0, final.stderr
     assert rows(final.stdout)["already in the store"] == TICKETS
