@@ -11,31 +11,11 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from hostile_options import GOOD, OPTIONS, SURROGATE
+
 from engine import Engine, Runtime, agentic_function, decision
 from engine.models import Request, ScriptedModel
 from engine.store import SQLiteStore
-
-SURROGATE = "\ud800"
-
-
-async def refund(reason: str) -> str:
-    """Refund the ticket."""
-    return f"refunded {reason}"
-
-
-async def pay(amount: float) -> str:
-    """Pay an amount."""
-    return f"paid {amount}"
-
-
-async def lookup(order: str) -> str:
-    """A step whose result holds a lone surrogate."""
-    return f"order {order}{SURROGATE}"
-
-
-async def explode(order: str) -> str:
-    """A tool that raises with a lone surrogate in its message."""
-    raise RuntimeError(f"no order {order}{SURROGATE}")
 
 
 @agentic_function
@@ -43,12 +23,11 @@ async def handle(ticket: str, runtime: Runtime | None = None) -> str:
     """One decision; a ``result-`` ticket's flow returns a value holding a lone surrogate."""
     result: str = await decision.make(
         f"Handle ticket {ticket}.",
-        {"refund": refund, "pay": pay, "lookup": lookup, "explode": explode},
+        OPTIONS,
     )
     return result + SURROGATE if ticket.startswith("result-") else result
 
 
-GOOD = '{"call": "refund", "args": {"reason": "late"}}'
 #: Each kind of ticket: the reply its model gives, and how its run ends (status, error kind).
 KINDS: dict[str, tuple[str, str, str | None]] = {
     "good": (GOOD, "completed", None),

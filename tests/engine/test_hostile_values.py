@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
+from hostile_options import GOOD, OPTIONS, SURROGATE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,38 +26,14 @@ from engine import DecisionError, Engine, JournalError, Runtime, agentic_functio
 from engine.models import Request, ScriptedModel
 from engine.store import JournalRecord, MemoryStore, PostgresStore, Run, SQLiteStore, Store
 
-SURROGATE = "\ud800"
-GOOD = '{"call": "refund", "args": {"reason": "late"}}'
 #: The surrogate as a JSON escape: the reply text is plain ASCII, the pick's argument is not.
 ESCAPED = '{"call": "refund", "args": {"reason": "\\ud800"}}'
-
-
-async def refund(reason: str) -> str:
-    """Refund the ticket."""
-    return f"refunded {reason}"
-
-
-async def pay(amount: float) -> str:
-    """Pay an amount."""
-    return f"paid {amount}"
-
-
-async def lookup(order: str) -> str:
-    """A step whose result holds a lone surrogate."""
-    return f"order {order}{SURROGATE}"
-
-
-async def explode(order: str) -> str:
-    """A tool that raises with a lone surrogate in its message."""
-    raise RuntimeError(f"no order {order}{SURROGATE}")
 
 
 @agentic_function
 async def handle(ticket: str, runtime: Runtime | None = None) -> str:
     """One decision over refund, pay, a hostile step and a failing tool."""
-    result: str = await decision.make(
-        f"Handle {ticket}", {"refund": refund, "pay": pay, "lookup": lookup, "explode": explode}
-    )
+    result: str = await decision.make(f"Handle {ticket}", OPTIONS)
     return result
 
 
