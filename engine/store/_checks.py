@@ -38,15 +38,9 @@ def run_json(run: Run) -> str:
         JournalError: The run holds a value that is not JSON.
     """
     what = f"run {run.run_id!r}"
+    # A run writes a float that is not finite as ``NaN`` (its model's config), which the
+    # search of ``_encode`` finds: no value is stored changed to null.
     text = _encode(run.model_dump_json, lambda: run.model_dump(), what)
-    # A run's own JSON writes a float that is not finite as null (pydantic's default for
-    # models), which would store a changed value without a word: its free-form parts are
-    # walked for one (cheap: they are JSON data, and most hold a handful of values).
-    for part, data in (("input", run.input), ("result", run.result)):
-        if type(data) not in _SCALARS or type(data) is float:
-            problem = unencodable(data)
-            if problem is not None:
-                raise _not_json(f"the {part} of {what}", problem)
     # A run is read back by pydantic's parser, which refuses a document nested deeper than
     # its writer writes: a run stored so could never be read. Counting brackets bounds the
     # depth cheaply; only a run with that many is walked.
@@ -78,8 +72,6 @@ def trace_json(run_id: str, trace: dict[str, Any]) -> str:
 # What pydantic writes but JSON readers refuse or misread: the bare constants it writes for
 # a float that is not finite, and integers longer than Python reads back (4,300 digits).
 _SUSPECT = re.compile(r"NaN|Infinity|[0-9]{4300}")
-#: Values with no float inside, so no value a run's JSON would write as null.
-_SCALARS = frozenset({str, int, bool, type(None)})
 #: The deepest nesting of a run's JSON (the run's own object included) that reads back.
 _RUN_DEPTH = 200
 

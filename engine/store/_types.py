@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine._base import FINISHED, PRUNABLE, RunStatus
 
@@ -55,6 +55,10 @@ class RunErrorInfo(BaseModel):
 
 class Run(BaseModel):
     """One run of a flow, as stored."""
+
+    # A float that is not finite is written as the bare constant (``NaN``), not as ``null``:
+    # the stores refuse it, naming where it is, instead of storing a changed value.
+    model_config = ConfigDict(ser_json_inf_nan="constants")
 
     run_id: str
     flow: str

@@ -26,7 +26,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 async def test_a_non_finite_input_is_refused_and_nothing_stored(store: Store, value: float) -> None:
     with pytest.raises(
         JournalError,
-        match=r"the input of run 'r1' holds .* a float that is not finite .* at \['v'\]\[1\]",
+        match=r"run 'r1' holds .* a float that is not finite .* at \['input'\]\['v'\]\[1\]",
     ):
         await store.create_run(Run(run_id="r1", flow="f", input={"v": [1, value]}))
     assert await store.get_run("r1") is None
@@ -38,10 +38,10 @@ async def test_a_non_finite_result_is_refused_and_the_run_left_as_it_was(
 ) -> None:
     created, _ = await store.create_run(Run(run_id="r1", flow="f", input={"v": 1.5}))
     changed = created.model_copy(update={"result": {"score": value}, "status": "completed"})
-    with pytest.raises(JournalError, match=r"the result of run 'r1' holds .* at \['score'\]"):
+    with pytest.raises(JournalError, match=r"run 'r1' holds .* at \['result'\]\['score'\]"):
         await store.update_run(changed, expected_version=created.version)
     assert await store.get_run("r1") == created
     changed = created.model_copy(update={"result": value})
-    with pytest.raises(JournalError, match=r"the result of run 'r1'"):
+    with pytest.raises(JournalError, match=r"run 'r1' holds .* at \['result'\]"):
         await store.finish_run(changed, expected_version=created.version, records=[], trace={})
     assert await store.get_run("r1") == created
