@@ -10,6 +10,7 @@ allowed transitions) is :mod:`._status`. :func:`submit` queues runs for the work
 from engine._run._batch import Batch, BatchProgress
 from engine._run._engine import Engine
 from engine._run._flows import FLOWS, encode_input
+from engine._run._leases import lease_expired, unfinished_runs
 from engine._run._pacing import check_run_id
 from engine._run._queue import (
     TASK,
@@ -31,6 +32,7 @@ __all__ = [
     "Engine",
     "check_run_id",
     "encode_input",
+    "lease_expired",
     "postgres",
     "queue_app",
     "request_resume",
@@ -38,4 +40,5 @@ __all__ = [
     "retry_policy",
     "stop_when_idle",
     "submit",
+    "unfinished_runs",
 ]

@@ -15,10 +15,10 @@ from contextvars import ContextVar
 
 import anyio
 
-from engine._base import log
+from engine._base import STATUSES, UNFINISHED, log
 from engine.store import Run, Store
 
-__all__ = ["BATCH_RENEWED", "Halt", "Holder", "Leases", "lease_expired"]
+__all__ = ["BATCH_RENEWED", "Halt", "Holder", "Leases", "lease_expired", "unfinished_runs"]
 
 #: Set in a batch's own tasks (and so in the runs they start): the batch's renewer, which
 #: runs until the batch ends, keeps their leases alive. A run started anywhere else, even
@@ -140,3 +140,19 @@ class Leases:
 def lease_expired(run: Run, now: float | None = None) -> bool:
     """Whether the run's lease has run out (or it has none)."""
     return run.lease_expires_at is None or run.lease_expires_at < (now or time.time())
+
+
+async def unfinished_runs(store: Store) -> tuple[list[Run], list[Run]]:
+    """Return the store's unfinished runs: those whose lease ran out (orphans), and the rest.
+
+    An orphan's process died (or it was queued and never claimed): a recovery takes it over.
+    The rest hold a live lease; their owner may still be working.
+    """
+    now = time.time()
+    orphans: list[Run] = []
+    held: list[Run] = []
+    for status in STATUSES:
+        if status in UNFINISHED:
+            for run in await store.list_runs(status=status):
+                (orphans if lease_expired(run, now) else held).append(run)
+    return orphans, held

@@ -17,8 +17,6 @@ import anyio
 
 from engine._base import (
     ENDED_IN_ERROR,
-    STATUSES,
-    UNFINISHED,
     Flow,
     RunConflictError,
     RunNotFoundError,
@@ -27,11 +25,12 @@ from engine._base import (
 from engine._retries import RetryEvent, retry_run
 from engine._run._executor import Executor, lease_expired
 from engine._run._flows import FLOWS, encode_input, flow_name
+from engine._run._leases import unfinished_runs
 from engine._run._order import ResumeOrder
 from engine._run._pacing import check_run_id
 from engine._run._stopping import Stops
 from engine.models import Model, model_from_string
-from engine.store import Run, RunStatus
+from engine.store import Run
 
 if TYPE_CHECKING:
     from tenacity import AsyncRetrying
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["Runner"]
 
 _NO_LIMIT: AbstractAsyncContextManager[object] = nullcontext()
-_ORPHANABLE: tuple[RunStatus, ...] = tuple(s for s in STATUSES if s in UNFINISHED)
 
 
 class _PolicyYields(Exception):
@@ -132,12 +130,7 @@ class Runner:
     async def recover(self, *, concurrency: int | None, flows: Iterable[Flow]) -> list[Run]:
         """Resume every run whose lease ran out (see :meth:`Engine.recover`)."""
         given = {flow_name(fn): fn for fn in flows}
-        orphans = [
-            run
-            for status in _ORPHANABLE
-            for run in await self.store.list_runs(status=status)
-            if lease_expired(run)
-        ]
+        orphans, _ = await unfinished_runs(self.store)
         recovered: list[Run] = []
         limiter = anyio.CapacityLimiter(concurrency) if concurrency else None
 

@@ -30,7 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine._base import mask_secrets
-from engine._run import Batch, BatchProgress
+from engine._run import Batch, BatchProgress, lease_expired
 from engine.cli._common import (
     EXIT_INTERRUPTED,
     EXIT_NOTHING_STARTED,
@@ -110,8 +110,7 @@ class Tally:
     def finish(self, run: Run) -> None:
         """Count one run the batch handed back: finished, stored before, or held elsewhere."""
         if run.status in ("running", "queued"):  # stored before, and not ours: left alone
-            expired = run.lease_expires_at is None or run.lease_expires_at < time.time()
-            dead = run.status == "running" and expired
+            dead = run.status == "running" and lease_expired(run)
             (self.orphaned if dead else self.held).append(run.run_id)
             return
         if self.track_existing and run.created_at < self.started_at:

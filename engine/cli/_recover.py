@@ -10,23 +10,20 @@ progress display, summary and Ctrl-C as ``engine resume --all-…``.
 
 from __future__ import annotations
 
-import time
-
 import typer
 
 from engine._base import mask_secrets
-from engine._run import Engine
+from engine._run import Engine, unfinished_runs
 from engine.cli._common import DEFAULT_STORE, EXIT_OK, note, out, run_async
 from engine.cli._models import choose_model
 from engine.cli._resume import resume_runs
 from engine.cli._run import ConcurrencyOpt, LeaseOpt, ModelOpt, StoreOpt
 from engine.cli._stores import open_store
-from engine.store import Run, RunStatus, Store
+from engine.store import Store
 
 __all__ = ["recover"]
 
 #: The statuses a run of a dead process can be left in (as :meth:`Engine.recover` reads).
-_UNFINISHED: tuple[RunStatus, ...] = ("running", "queued")
 
 
 def recover(
@@ -54,25 +51,11 @@ def recover(
         raise typer.Exit(code)
 
 
-async def _orphans(store: Store) -> tuple[list[Run], int]:
-    """Return the runs whose lease ran out, and how many others still hold a live one."""
-    now = time.time()
-    orphans: list[Run] = []
-    live = 0
-    for status in _UNFINISHED:
-        for run in await store.list_runs(status=status):
-            if run.lease_expires_at is None or run.lease_expires_at < now:
-                orphans.append(run)
-            else:
-                live += 1
-    return orphans, live
-
-
 async def _recover(engine: Engine, store: Store, concurrency: int, url: str) -> int:
-    found, live = await _orphans(store)
-    if live:
+    found, held = await unfinished_runs(store)
+    if held:
         note(
-            f"{live} running run(s) hold a live lease (their process may still be working, "
+            f"{len(held)} running run(s) hold a live lease (their process may still be working, "
             "or died less than a lease ago): left alone; run this again once their lease ran out"
         )
     if not found:
