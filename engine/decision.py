@@ -51,6 +51,7 @@ async def make(
     max_retries: int = 1,
     timeout_s: float | None = None,
     on_retry: _OnRetry | None = None,
+    name: str | None = None,
 ) -> Any:
     """Ask the model to pick one option and return the result of the pick.
 
@@ -65,6 +66,9 @@ async def make(
         max_retries: Re-picks after a bad reply (0 disables).
         timeout_s: One deadline, in seconds > 0, over the call and every re-pick.
         on_retry: Called with a :class:`~engine.RetryEvent` before each re-pick.
+        name: What this decision is called in the trace, the routing graph and ``engine
+            show`` (``"classify"``); ``"decision"`` by default. It never changes the
+            decision's journal key.
 
     Raises:
         TypeError: ``options`` is not a dict or list, or an option is malformed.
@@ -89,6 +93,7 @@ async def make(
         max_retries=max_retries,
         context=context,
         on_retry=on_retry,
+        name=name,
     )
 
 

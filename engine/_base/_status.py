@@ -4,14 +4,16 @@
 
     from        to
     queued      running, failed (a worker cannot import its flow), cancelled
-    running     running (a takeover), completed, suspended, failed, cancelled
+    running     running (a takeover), completed, waiting, suspended, failed, cancelled
+    waiting     running (an answer, a resume), cancelled
     suspended   running (a resume), cancelled
     failed      running (a resume), cancelled
     cancelled   running (a resume)
     completed   nothing
 
 A run is created ``queued`` (for a worker) or ``running`` (started at once). An executor
-claims it (``running``), and it ends ``completed``, ``suspended`` (a decision no model pick
+claims it (``running``), and it ends ``completed``, ``waiting`` (a person must answer a
+question of the flow's: a human decision, or the approval of a model's pick), ``suspended`` (a decision no model pick
 settled, a spent budget, an open circuit breaker), ``failed`` (any other exception) or
 ``cancelled`` (a timeout, a cancel, a shutdown). Every status but ``completed`` may be claimed
 again: a resume goes on from the run's journal. :data:`MOVES` holds these moves as data, and
@@ -46,7 +48,9 @@ __all__ = [
     "release",
 ]
 
-RunStatus = Literal["queued", "running", "completed", "suspended", "failed", "cancelled"]
+RunStatus = Literal[
+    "queued", "running", "completed", "waiting", "suspended", "failed", "cancelled"
+]
 #: Every status, in the order a run meets them.
 STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 
@@ -55,7 +59,10 @@ STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 MOVES: Mapping[RunStatus, frozenset[RunStatus]] = MappingProxyType(
     {
         "queued": frozenset({"running", "failed", "cancelled"}),
-        "running": frozenset({"running", "completed", "suspended", "failed", "cancelled"}),
+        "running": frozenset(
+            {"running", "completed", "waiting", "suspended", "failed", "cancelled"}
+        ),
+        "waiting": frozenset({"running", "cancelled"}),
         "suspended": frozenset({"running", "cancelled"}),
         "failed": frozenset({"running", "cancelled"}),
         "cancelled": frozenset({"running"}),
@@ -66,7 +73,9 @@ MOVES: Mapping[RunStatus, frozenset[RunStatus]] = MappingProxyType(
 # -- the named groups --------------------------------------------------------------------------
 
 #: Statuses a run does not leave without a resume.
-FINISHED: frozenset[RunStatus] = frozenset({"completed", "suspended", "failed", "cancelled"})
+FINISHED: frozenset[RunStatus] = frozenset(
+    {"completed", "waiting", "suspended", "failed", "cancelled"}
+)
 #: Waiting for an executor, or running: what a crashed owner may leave behind.
 UNFINISHED: frozenset[RunStatus] = frozenset(STATUSES) - FINISHED
 #: Finished short of completing: each goes on from its journal when resumed.
@@ -74,9 +83,10 @@ STOPPED: frozenset[RunStatus] = FINISHED - {"completed"}
 #: Stopped on an error of the run's own (a decision, a budget, an exception): what a run
 #: policy resumes, by the error's kind. A cancelled run was stopped from outside.
 ENDED_IN_ERROR: frozenset[RunStatus] = frozenset({"suspended", "failed"})
-#: Ended by the run's own execution (it returned, or stopped on an error): a job that meets
+#: Ended by the run's own execution (it returned, stopped on an error, or waits for a person's
+#: answer, which resumes it): a job that meets
 #: such a run again has nothing left to do, while a cancelled run was cut short from outside.
-ENDED_BY_FLOW: frozenset[RunStatus] = ENDED_IN_ERROR | {"completed"}
+ENDED_BY_FLOW: frozenset[RunStatus] = ENDED_IN_ERROR | {"completed", "waiting"}
 #: Statuses an executor may claim a run in (a running one once its owner's lease ran out).
 CLAIMABLE: frozenset[RunStatus] = frozenset(s for s in STATUSES if "running" in MOVES[s])
 #: Statuses a cancel moves to ``cancelled`` (a running one once its owner's lease ran out).

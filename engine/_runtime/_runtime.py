@@ -112,6 +112,7 @@ class Runtime:
         max_retries: int = 1,
         context: Mapping[str, Any] | None = None,
         on_retry: OnRetry | None = None,
+        name: str | None = None,
     ) -> Any:
         """Run one model turn; with ``choices``, close it with a pick and resolve it.
 
@@ -164,6 +165,7 @@ class Runtime:
             on_retry=on_retry,
             tools=toolset,
             max_iterations=max_iterations,
+            name=name,
         )
 
     async def decide(
@@ -178,10 +180,12 @@ class Runtime:
         on_retry: OnRetry | None = None,
         tools: Toolset | None = None,
         max_iterations: int = 20,
+        name: str | None = None,
     ) -> Any:
         """Ask ``request`` as a decision over ``menu`` and resolve the pick.
 
-        ``model`` (a model or a model string) overrides the runtime's model for this call.
+        ``model`` (a model or a model string) overrides the runtime's model for this call;
+        ``name`` names the decision's trace node (``"decision"`` by default).
         """
         if max_retries != 1 or type(max_retries) is not int:  # True and 1.0 are not counts
             _check_retries(max_retries)
@@ -196,11 +200,12 @@ class Runtime:
         if mode is not None:
             request = request.model_copy(update={"enforce": pick_schema(menu)})
         data = {"options": menu.names, "enforcement": mode or "text"}
+        label = _decision_name(name)
         parent = current_node.get()
         if parent is not None:
-            node = parent.open_child("decision", "decision", data)
+            node = parent.open_child("decision", label, data)
         else:
-            node = self.trace.open("decision", "decision", parent=None, **data)
+            node = self.trace.open("decision", label, parent=None, **data)
         # This is the hot path of every decision: tokens instead of context managers, and
         # hooks that only pass through are skipped.
         token = current_node.set(node)
@@ -293,6 +298,17 @@ def check_timeout(timeout_s: float) -> None:
         raise ValueError(
             f"timeout_s must be a number of seconds > 0, or None for no deadline, got {timeout_s!r}"
         )
+
+
+def _decision_name(name: str | None) -> str:
+    """Return a decision's node name: ``name``, checked, or ``"decision"``."""
+    if name is None:
+        return "decision"
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise ValueError(
+            f"name must be a non-empty string of at most 200 characters, or None, got {name!r}"
+        )
+    return name
 
 
 def _check_retries(max_retries: int) -> None:

@@ -42,7 +42,10 @@ class RunErrorInfo(BaseModel):
     """Why a run stopped.
 
     ``kind`` is the ``DecisionError`` kind for a suspended run, the exception's class name for
-    a failed one; ``where`` is the failing node's key.
+    a failed one, ``waiting`` for a run that waits for a person; ``where`` is the failing (or
+    first waiting) node's key. ``menu`` describes the failing decision's options for a person
+    (each with its arguments); ``questions`` are a waiting run's open questions, one per
+    waiting step (several where parallel branches wait), each answered on its own.
     """
 
     kind: str
@@ -51,6 +54,8 @@ class RunErrorInfo(BaseModel):
     options: list[str] | None = None
     replies: list[str] | None = None
     traceback: str | None = None
+    menu: list[dict[str, Any]] | None = None
+    questions: list[dict[str, Any]] | None = None
 
 
 class Run(BaseModel):

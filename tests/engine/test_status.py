@@ -128,11 +128,18 @@ def test_the_groups_follow_from_the_statuses_and_the_moves() -> None:
 
     assert set(STATUSES) == engine.store.FINISHED | UNFINISHED
     assert order(UNFINISHED) == ["queued", "running"]
-    assert order(STOPPED) == ["suspended", "failed", "cancelled"]
+    assert order(STOPPED) == ["waiting", "suspended", "failed", "cancelled"]
     assert order(ENDED_IN_ERROR) == ["suspended", "failed"]
-    assert order(ENDED_BY_FLOW) == ["completed", "suspended", "failed"]
-    assert order(CLAIMABLE) == ["queued", "running", "suspended", "failed", "cancelled"]
-    assert order(CANCELLABLE) == ["queued", "running", "suspended", "failed"]
+    assert order(ENDED_BY_FLOW) == ["completed", "waiting", "suspended", "failed"]
+    assert order(CLAIMABLE) == [
+        "queued",
+        "running",
+        "waiting",
+        "suspended",
+        "failed",
+        "cancelled",
+    ]
+    assert order(CANCELLABLE) == ["queued", "running", "waiting", "suspended", "failed"]
     assert engine.store.PRUNABLE == ("completed", "failed", "cancelled")
 
 
