@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from engine._decision._numbers import OutOfRange, find_out_of_range
 from engine._decision._spec import adapter
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ def check(spec: Spec, value: object, path: str) -> object:
         _check_null(spec, path)
         return None
     kind = spec.kind
+    _check_range(spec, value, path)
     if kind == "model":
         if spec.enum is not None and not _enum_type_ok(value, spec.enum):
             raise _mismatch(spec, value, path)  # type before enum, as for every other field
@@ -122,6 +124,28 @@ def _check_model(spec: Spec, value: object, path: str) -> object:
         }.get(first["type"], "type_mismatch")
         msg = first["msg"]  # only its first letter lowered: it may quote a pattern or a value
         raise FieldError(kind, where, f"{where}: {msg[:1].lower()}{msg[1:]}") from None
+
+
+#: Kinds whose containers are not walked field by field here.
+_OPAQUE = frozenset({"model", "any", "dict"})
+
+
+def _check_range(spec: Spec, value: object, path: str) -> None:
+    """Refuse a number no field can hold, at its own path (docs/decisions.md §7)."""
+    if type(value) is OutOfRange:
+        raise _out_of_range(spec, value, path)
+    kind = spec.kind
+    if isinstance(value, dict | list) and (kind in _OPAQUE or (kind == "list" and not spec.items)):
+        # Checked as a whole (pydantic, or no check at all): look inside for such a number,
+        # so it is named where it is, never passed on.
+        found = find_out_of_range(value, path)
+        if found is not None:
+            raise _out_of_range(None, found[1], found[0])
+
+
+def _out_of_range(spec: Spec | None, value: OutOfRange, path: str) -> FieldError:
+    expected = f"expected {spec.label}, got " if spec is not None else ""
+    return FieldError("type_mismatch", path, f"{path}: {expected}{value.describe()}")
 
 
 def _mismatch(spec: Spec, value: object, path: str) -> FieldError:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import NamedTuple
+
+from engine._decision._numbers import parse_float, parse_int, replace_infinite
 
 __all__ = [
     "CALL_KEYS",
@@ -33,16 +34,12 @@ def _not_json(constant: str) -> object:
     raise ValueError(f"{constant} is not JSON")
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):  # 1e400: a number JSON can write but no float can hold
-        raise ValueError(f"{text} is out of a float's range")
-    return value
-
-
-# NaN and Infinity are not JSON (json.loads takes them by default), and a number too large
-# for a float would become one: an object holding either does not parse.
-_DECODER = json.JSONDecoder(strict=False, parse_constant=_not_json, parse_float=_finite)
+# NaN and Infinity are not JSON (json.loads takes them by default): an object holding either
+# does not parse. A number too large for a float (1e400), or an integer too long to read, is
+# kept as an OutOfRange, for validation to report as a bad argument with its path.
+_DECODER = json.JSONDecoder(
+    strict=False, parse_constant=_not_json, parse_float=parse_float, parse_int=parse_int
+)
 _SCAN: Callable[[str, int], tuple[object, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
@@ -91,7 +88,9 @@ def load_literal(chunk: str) -> dict[str, object] | None:
         value = ast.literal_eval(chunk)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    return value if isinstance(value, dict) and _fits(value, literal=True) else None
+    if not isinstance(value, dict) or not _fits(value, literal=True):
+        return None
+    return replace_infinite(value) if "e" in chunk or "E" in chunk else value
 
 
 def _fits(value: dict[str, object], *, literal: bool) -> bool:

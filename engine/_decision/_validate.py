@@ -15,6 +15,7 @@ from engine._base import RUNTIME_PARAMS, OptionsTypeError
 from engine._decision._check import FieldError, check
 from engine._decision._extract import RawPick
 from engine._decision._menu import Menu
+from engine._decision._numbers import find_out_of_range
 from engine._decision._options import Option
 from engine._decision._params import EMPTY
 
@@ -37,8 +38,12 @@ class Failure(Exception):
         super().__init__(message)
 
 
-def validate(raw: RawPick | None, menu: Menu) -> Pick:
+def validate(raw: RawPick | None, menu: Menu, *, strict: bool = False) -> Pick:
     """Validate an extracted pick against the menu.
+
+    ``strict`` is for a person's pick (docs/decisions.md §7): an argument the option does not
+    take, or one the flow fills (a runtime or hidden parameter), is ``bad_args`` naming it,
+    where a model's pick has it dropped.
 
     Raises:
         Failure: ``no_action``, ``unknown_call``, ``bad_args``, ``missing_required``,
@@ -57,6 +62,8 @@ def validate(raw: RawPick | None, menu: Menu) -> Pick:
             f"{_show(raw.call)} is not an option; valid options: {', '.join(menu.names)}",
         )
     args = _args_of(raw, option)
+    if strict and args:
+        _check_names(option, args)
     if option.kind == "function":
         return Pick(option, _check_params(option, args))
     return Pick(option, _check_schema(option, args))
@@ -81,6 +88,28 @@ def _args_of(raw: RawPick, option: Option) -> dict[str, Any]:
             f"args of {option.name!r} must be a JSON object, got {type(args).__name__}",
         )
     return args
+
+
+def _check_names(option: Option, args: Mapping[str, Any]) -> None:
+    """Refuse an argument name the option gives no one to fill (a person's pick)."""
+    spec = option.function
+    visible = option.field_names
+    for name in args:
+        if name in visible:
+            continue
+        taken = [p.name for p in option.fields]
+        its = f"its arguments are: {', '.join(taken)}" if taken else "it takes no arguments"
+        flows = {p.name for p in spec.params if p.source != "llm"} if spec else set()
+        if name in flows or (spec is not None and name in RUNTIME_PARAMS):
+            raise Failure(
+                "bad_args",
+                f"argument {_show(name)} of option {option.name!r} is filled by the flow, not "
+                f"by a pick; {its}",
+            )
+        if spec is None or not spec.var_keyword:
+            raise Failure(
+                "bad_args", f"unknown argument {_show(name)} for option {option.name!r}; {its}"
+            )
 
 
 def _check_schema(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -118,7 +147,12 @@ def _check_params(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:
     spec = option.function
     if spec is not None and spec.var_keyword:
         blocked = RUNTIME_PARAMS.union(p.name for p in spec.params)
-        out.update((k, v) for k, v in args.items() if k not in blocked)
+        extra = {k: v for k, v in args.items() if k not in blocked}
+        found = find_out_of_range(extra, "") if extra else None
+        if found is not None:  # **kwargs takes any value, but never a number none can hold
+            path, number = found[0].lstrip("."), found[1]
+            raise Failure("type_mismatch", f"{option.name!r}: {path}: {number.describe()}")
+        out.update(extra)
     return out
 
 
