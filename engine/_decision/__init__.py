@@ -6,6 +6,7 @@ compiled to JSON Schema choices (and to one enforced-pick schema), a reply's pic
 validated against the menu. ``docs/decisions.md`` is these rules as a user reads them.
 """
 
+from engine._decision._describe import asked_prompt, describe_menu, example_pick
 from engine._decision._enforce import PICK_KEY, pick_schemas, tool_parameters
 from engine._decision._extract import RawPick, extract_action, find_pick
 from engine._decision._menu import Menu, build_menu, choice_schema, render_options
@@ -24,9 +25,12 @@ __all__ = [
     "Option",
     "Pick",
     "RawPick",
+    "asked_prompt",
     "bind",
     "build_menu",
     "choice_schema",
+    "describe_menu",
+    "example_pick",
     "extract_action",
     "find_pick",
     "pick_schemas",
