@@ -46,6 +46,7 @@ from engine._retries import (
 )
 from engine._run import Batch, BatchProgress, Engine
 from engine._runtime import Hooks, Runtime, agentic_function, gather, map
+from engine.models import Price
 
 __all__ = [
     "AuthenticationError",
@@ -70,6 +71,7 @@ __all__ = [
     "NonDeterminismError",
     "OptionsTypeError",
     "OptionsValueError",
+    "Price",
     "ProviderGuard",
     "ProviderUnavailableError",
     "RateLimitError",

@@ -195,10 +195,10 @@ class MaxIterationsError(EngineError, RuntimeError):
 
 
 class BudgetExceededError(EngineError):
-    """A run spent its budget (retry attempts, tokens or wall time); the run suspends.
+    """A run spent its budget (retry attempts, tokens, wall time or money); the run suspends.
 
     Attributes:
-        resource: What ran out: ``"attempts"``, ``"tokens"`` or ``"wall_s"``.
+        resource: What ran out: ``"attempts"``, ``"tokens"``, ``"wall_s"`` or ``"cost_usd"``.
         limit: The budget.
         spent: What the run has spent, resumes included.
     """

@@ -6,6 +6,14 @@ Everything here reads what a store keeps (runs and their traces, each a
 
 from engine._observe._graph import RoutingGraph
 from engine._observe._otel import export_run, export_trace
-from engine._observe._trace_view import TraceLine, render_trace, trace_lines
+from engine._observe._trace_view import TraceLine, render_trace, trace_lines, usd
 
-__all__ = ["RoutingGraph", "TraceLine", "export_run", "export_trace", "render_trace", "trace_lines"]
+__all__ = [
+    "RoutingGraph",
+    "TraceLine",
+    "export_run",
+    "export_trace",
+    "render_trace",
+    "trace_lines",
+    "usd",
+]

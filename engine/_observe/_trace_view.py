@@ -14,7 +14,7 @@ from typing import Any
 from engine._base import StoredNode
 from engine._observe._stored import data_of, executions
 
-__all__ = ["TraceLine", "render_trace", "trace_lines"]
+__all__ = ["TraceLine", "render_trace", "trace_lines", "usd"]
 
 _REPLY_CHARS = 60
 _OK = frozenset({"ok", "running"})
@@ -132,10 +132,23 @@ def _model_call(node: StoredNode) -> str:
         parts.append(str(data["model"]))
     if usage:
         parts.append(f"{usage.get('input_tokens', 0)}→{usage.get('output_tokens', 0)} tokens")
+    if isinstance(data.get("cost_usd"), int | float):
+        parts.append(usd(data["cost_usd"]))
     if data.get("failure"):
         reply = str(data.get("reply", ""))[:_REPLY_CHARS].replace("\n", " ")
         parts.append(f"✗ {data['failure']}: {reply!r}")
     return " ".join(parts)
+
+
+def usd(value: float | None) -> str:
+    """Show dollars as ``$0.0123`` (small sums to their first digits); unknown as ``—``."""
+    if value is None:
+        return "—"
+    if value >= 1 or value == 0:
+        return f"${value:,.2f}"
+    text = f"{value:.4f}" if value >= 0.01 else f"{value:.9f}"
+    text = text.rstrip("0").ljust(4, "0")  # at least cents
+    return f"${text}" if value >= 1e-9 else "<$0.000000001"
 
 
 def _step(node: StoredNode) -> str:

@@ -32,14 +32,17 @@ class RunBudget:
         attempts: Retry attempts at every layer together (the first try of anything is free).
         tokens: Input and output tokens of every model call.
         wall_s: Seconds spent running (time spent suspended does not count).
+        cost_usd: US dollars of every model call whose price is known (see
+            :class:`~engine.Price`; a call of unknown price counts nothing).
     """
 
     attempts: int | None = None
     tokens: int | None = None
     wall_s: float | None = None
+    cost_usd: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("attempts", "tokens", "wall_s"):
+        for name in ("attempts", "tokens", "wall_s", "cost_usd"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"RunBudget({name}={value!r}) must be >= 0 or None")
@@ -48,6 +51,11 @@ class RunBudget:
         """Raise :class:`BudgetExceededError` when ``spent`` tokens are over the budget."""
         if self.tokens is not None and spent > self.tokens:
             raise BudgetExceededError("tokens", limit=self.tokens, spent=spent)
+
+    def check_cost(self, spent: float | None) -> None:
+        """Raise :class:`BudgetExceededError` when ``spent`` dollars are over the budget."""
+        if self.cost_usd is not None and spent is not None and spent > self.cost_usd:
+            raise BudgetExceededError("cost_usd", limit=self.cost_usd, spent=spent)
 
 
 class RetryLedger:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.models import add_cost
 from engine.store import FINISHED, Run
 
 __all__ = ["BatchProgress"]
@@ -22,6 +23,7 @@ class BatchProgress:
         cancelled: Runs cancelled (a timeout, a cancel, a shutdown).
         not_started: Inputs whose run could not start, handed to the batch's ``on_error``.
         tokens: Tokens spent by the finished runs.
+        cost_usd: US dollars spent by the finished runs whose cost is known (``None``: none).
         model_calls: Model calls made by the finished runs.
         elapsed_s: Seconds since the batch started.
     """
@@ -34,6 +36,7 @@ class BatchProgress:
     cancelled: int = 0
     not_started: int = 0
     tokens: int = 0
+    cost_usd: float | None = None
     model_calls: int = 0
     elapsed_s: float = 0.0
 
@@ -47,4 +50,5 @@ class BatchProgress:
         if run.status in FINISHED:
             setattr(self, run.status, getattr(self, run.status) + 1)
         self.tokens += run.usage.total_tokens
+        self.cost_usd = add_cost(self.cost_usd, run.cost_usd)
         self.model_calls += run.model_calls

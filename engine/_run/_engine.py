@@ -27,7 +27,7 @@ from engine._run._executor import Executor
 from engine._run._runner import Runner
 from engine._run._stopping import Stops, cancel_run
 from engine._runtime import Runtime, check_timeout, gather, map
-from engine.models import Model, model_from_string
+from engine.models import Model, Price, model_from_string
 from engine.store import Run, Store
 
 if TYPE_CHECKING:
@@ -65,6 +65,8 @@ class Engine(StoredRuns):
         run_policy: Layer 4 (see :func:`~engine.run_policy`): resume runs that suspended
             for a reason worth a retry (an unavailable provider); off by default.
         budget: What each run may spend, resumes included (:class:`~engine.RunBudget`).
+        prices: :class:`~engine.Price` by model name (a local server's model, a simulated
+            one); they win over the maintained table, a model's own ``price=`` over them.
         timeout_s: The longest any run may run at once; past it the run is recorded
             ``cancelled`` (``timeout``) and resumes.
         on_retry: Called with every retry attempt at every layer of every run.
@@ -87,6 +89,7 @@ class Engine(StoredRuns):
         decision_policy: DecisionPolicy | None = None,
         run_policy: AsyncRetrying | None = None,
         budget: RunBudget | None = None,
+        prices: Mapping[str, Price] | None = None,
         timeout_s: float | None = None,
         on_retry: OnRetry | None = None,
         grace_s: float = 10.0,
@@ -121,6 +124,7 @@ class Engine(StoredRuns):
             lease_s,
             guard=self.guard.wrap,
             budget=budget,
+            prices=prices,
             on_retry=on_retry,
         )
         self._stops = Stops(self._executor)

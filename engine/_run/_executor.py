@@ -17,7 +17,7 @@ import functools
 import inspect
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -45,7 +45,7 @@ from engine._run._leases import BATCH_RENEWED, Halt, Holder, Leases, lease_expir
 from engine._run._order import ProbeDone, ResumeOrder
 from engine._run._outcome import Outcome, ended, failure, log_end, verdict
 from engine._runtime import Runtime, current_hooks
-from engine.models import Model
+from engine.models import Model, Price
 from engine.store import JournalRecord, Run, RunErrorInfo, RunStatus, Store
 
 __all__ = ["Executor", "lease_expired"]
@@ -67,6 +67,7 @@ class Executor:
         *,
         guard: Guard | None = None,
         budget: RunBudget | None = None,
+        prices: Mapping[str, Price] | None = None,
         on_retry: OnRetry | None = None,
     ) -> None:
         self.store = store
@@ -75,6 +76,7 @@ class Executor:
         self.lease_s = lease_s
         self.guard = guard
         self.budget = budget
+        self.prices = prices
         self.on_retry = on_retry
         self.leases = Leases(store, owner, lease_s)
         #: The engine's shutdown: every run stops at its next transition once it is set.
@@ -158,8 +160,8 @@ class Executor:
             order=order,
             guard=self.guard,
             budget=self.budget,
-            tokens_before=run.usage.total_tokens,
-            retries_before=run.retries,
+            before=run,
+            prices=self.prices,
             control=holder,
             on_retry=self.on_retry,
         )

@@ -32,8 +32,8 @@ from engine._run._journal import Journal, check_record, failure_record, request_
 from engine._run._order import ProbeDone, ResumeOrder
 from engine._run._spending import Control, Spending
 from engine._runtime import Hooks
-from engine.models import Model, Request, Response
-from engine.store import JournalRecord, Store
+from engine.models import Model, Price, Request, Response
+from engine.store import JournalRecord, Run, Store
 
 if TYPE_CHECKING:
     from engine._base import Node
@@ -103,6 +103,10 @@ class JournalHooks(Hooks):
         self.spending.check_live(node.key)
         live = self.order.model or model
         response = await call(self.guard(live) if self.guard is not None else live, request)
+        data = response.model_dump(mode="json")
+        cost = self.spending.price(live, response)
+        if cost is not None:  # beside the usage, in the journal and the trace
+            data["cost_usd"] = node.data["cost_usd"] = cost
         # Journal the raw reply before anyone parses it: a crash after this line never pays
         # for the call again.
         await self.journal.write(
@@ -111,10 +115,10 @@ class JournalHooks(Hooks):
                 kind="model",
                 fingerprint=fingerprint,
                 actor=response.model,
-                data=_escaped(response.model_dump(mode="json")),
+                data=_escaped(data),
             )
         )
-        self.spending.add_call(response.usage.input_tokens, response.usage.output_tokens)
+        self.spending.add_call(response.usage.input_tokens, response.usage.output_tokens, cost)
         return response
 
     # -- decisions -----------------------------------------------------------------------------
@@ -343,22 +347,24 @@ def journal_hooks(
     probe: bool = False,
     guard: Callable[[Model], Model] | None = None,
     budget: RunBudget | None = None,
-    tokens_before: int = 0,
-    retries_before: Mapping[str, int] | None = None,
+    before: Run | None = None,
+    prices: Mapping[str, Price] | None = None,
     control: Control | None = None,
     on_retry: OnRetry | None = None,
 ) -> JournalHooks:
     """Build the hooks of one execution of ``run_id`` over its journal ``records``.
 
-    ``tokens_before`` and ``retries_before`` are what earlier executions spent; ``control``
-    says when the run must stop; the rest as :class:`JournalHooks` and
+    ``before`` is the run as stored, for what earlier executions spent (tokens, dollars,
+    retries); ``control`` says when the run must stop; the rest as :class:`JournalHooks` and
     :class:`~._spending.Spending` take them.
     """
     spending = Spending(
         records,
         budget=budget,
-        tokens_before=tokens_before,
-        retries_before=retries_before,
+        tokens_before=before.usage.total_tokens if before is not None else 0,
+        cost_before=before.cost_usd if before is not None else None,
+        prices=prices,
+        retries_before=before.retries if before is not None else None,
         control=control,
         on_retry=on_retry,
     )

@@ -35,6 +35,7 @@ from engine._base import (
     to_json,
 )
 from engine._run._spending import Counts
+from engine.models import add_cost
 from engine.store import Run, RunErrorInfo, RunStatus, TokenUsage
 
 __all__ = ["Outcome", "ended", "failure", "log_end", "verdict"]
@@ -193,6 +194,7 @@ def ended(
             input_tokens=run.usage.input_tokens + counts.input_tokens,
             output_tokens=run.usage.output_tokens + counts.output_tokens,
         ),
+        cost_usd=add_cost(run.cost_usd, counts.cost_usd),
         transitions=run.transitions + counts.transitions,
         model_calls=run.model_calls + counts.model_calls,
         retries=retries,

@@ -30,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine._base import mask_secrets
+from engine._observe import usd
 from engine._run import Batch, BatchProgress, lease_expired
 from engine.cli._common import (
     EXIT_INTERRUPTED,
@@ -40,6 +41,7 @@ from engine.cli._common import (
     err,
 )
 from engine.cli._inputs import BadLine
+from engine.models import add_cost
 from engine.store import Run
 
 __all__ = ["BatchView", "Tally", "exit_status", "summary"]
@@ -71,6 +73,8 @@ class Tally:
     duplicates: list[int] = field(default_factory=list)
     not_started: list[tuple[str, str]] = field(default_factory=list)
     tokens: int = 0
+    #: US dollars of the runs whose cost is known (``None``: no run's cost is known).
+    cost_usd: float | None = None
     model_calls: int = 0
     #: Whether a signal shut the batch down.
     interrupted: bool = False
@@ -118,6 +122,7 @@ class Tally:
         else:
             self.statuses[run.status] += 1
             self.tokens += run.usage.total_tokens
+            self.cost_usd = add_cost(self.cost_usd, run.cost_usd)
             self.model_calls += run.model_calls
         if run.status != "completed":
             self.stopped.setdefault(run.status, []).append(run.run_id)
@@ -232,7 +237,7 @@ class BatchView:
 
 
 def summary(tally: Tally, title: str) -> RenderableType:
-    """Return the closing summary: runs per outcome, tokens, time, skipped lines."""
+    """Return the closing summary: runs per outcome, tokens, cost, time, skipped lines."""
     table = Table(show_edge=True)
     table.add_column("outcome")
     table.add_column("runs", justify="right")
@@ -258,7 +263,7 @@ def summary(tally: Tally, title: str) -> RenderableType:
     table.add_section()
     table.add_row(Text("total", style="bold"), str(max(tally.total, tally.done)))
     stats = Text(
-        f"{tally.model_calls:,} model calls · {tally.tokens:,} tokens · "
+        f"{tally.model_calls:,} model calls · {tally.tokens:,} tokens · {_cost(tally)} · "
         f"{tally.elapsed:.1f} s · {tally.rate:.1f} runs/s",
         style="dim",
     )
@@ -295,6 +300,12 @@ def exit_status(tally: Tally) -> int:
     if not everything:
         return EXIT_NOTHING_STARTED  # no line ran, nor was found stored
     return EXIT_STOPPED
+
+
+def _cost(tally: Tally) -> str:
+    if tally.cost_usd is None:
+        return "cost unknown" if tally.model_calls else "cost $0.00"
+    return f"cost {usd(tally.cost_usd)}"
 
 
 def _compact(n: int) -> str:

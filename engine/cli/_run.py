@@ -19,13 +19,31 @@ from rich.markup import escape
 
 from engine._base import mask_secrets
 from engine._run import Engine
-from engine.cli._common import DEFAULT_STORE, EXIT_OK, note, out, run_async, store_option
+from engine.cli._common import (
+    DEFAULT_STORE,
+    EXIT_OK,
+    fail,
+    note,
+    out,
+    run_async,
+    store_option,
+)
 from engine.cli._inputs import BadLine, Record, count_lines, load_flow, read_records
 from engine.cli._models import choose_model
 from engine.cli._progress import BatchView, Tally, exit_status, summary
 from engine.cli._stores import open_store, parse_store_url, same_store
+from engine.models import Model, Price
 
-__all__ = ["ConcurrencyOpt", "LeaseOpt", "ModelOpt", "StoreOpt", "next_steps", "run"]
+__all__ = [
+    "ConcurrencyOpt",
+    "LeaseOpt",
+    "ModelOpt",
+    "PriceOpt",
+    "StoreOpt",
+    "next_steps",
+    "prices_for",
+    "run",
+]
 
 StoreOpt = Annotated[
     str,
@@ -48,6 +66,14 @@ ModelOpt = Annotated[
 ]
 ConcurrencyOpt = Annotated[
     int, typer.Option("--concurrency", "-c", min=1, help="The most runs in flight at once.")
+]
+PriceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--price",
+        help="The model's price in US dollars per million tokens, as in in=0.15,out=0.60 "
+        "(needed for a cost where the maintained price table does not know the model).",
+    ),
 ]
 LeaseOpt = Annotated[
     float,
@@ -76,6 +102,7 @@ def run(
         str, typer.Option(help="The record field used as run id (so reruns run nothing twice).")
     ] = "id",
     lease: LeaseOpt = 60.0,
+    price: PriceOpt = None,
 ) -> None:
     """Run FLOW on every record of a JSONL file, with live progress and a summary.
 
@@ -89,8 +116,9 @@ def run(
             note(chosen.note)
         found = load_flow(flow)
         tally = Tally(total=count_lines(input))
+        prices = prices_for(chosen.model, price)
         async with open_store(store, create=True) as opened:
-            engine = Engine(model=chosen.model, store=opened, lease_s=lease)
+            engine = Engine(model=chosen.model, store=opened, lease_s=lease, prices=prices)
             with BatchView(tally, f"{flow}: {tally.total} records of {input}") as view:
                 records = _Records(read_records(input, found, id_field=id_field or None), view)
                 batch = engine.as_completed(
@@ -113,6 +141,16 @@ def run(
     code = run_async(body)
     if code != EXIT_OK:
         raise typer.Exit(code)
+
+
+def prices_for(model: Model, price: str | None) -> dict[str, Price] | None:
+    """Return the engine's ``prices`` for ``--price`` (``None`` when it is not given)."""
+    if price is None:
+        return None
+    try:
+        return {model.name: Price.parse(price)}
+    except (ValueError, TypeError) as exc:
+        fail(f"--price {price!r}: {exc}")
 
 
 class _Records:

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from engine._observe import usd
 from engine.cli._common import DEFAULT_STORE, abort, out, run_async
 from engine.cli._inputs import flow_name
 from engine.cli._run import StoreOpt
@@ -48,7 +49,8 @@ def runs(
                 out.print(json.dumps(run.model_dump(mode="json"), default=str), soft_wrap=True)
             return
         table = Table(show_edge=False)
-        for column in ("run id", "flow", "status", "steps", "calls", "tokens", "age", "stopped by"):
+        columns = ("run id", "flow", "status", "steps", "calls", "tokens", "cost", "age")
+        for column in (*columns, "stopped by"):
             table.add_column(column, justify="right" if column in _NUMERIC else "left")
         now = time.time()
         for run in found[-limit:]:
@@ -59,6 +61,7 @@ def runs(
                 str(run.transitions),
                 str(run.model_calls),
                 str(run.usage.total_tokens),
+                usd(run.cost_usd),
                 _age(now - run.created_at),
                 Text(run.error.kind if run.error else ""),
             )
@@ -71,7 +74,7 @@ def runs(
     run_async(body)
 
 
-_NUMERIC = frozenset({"steps", "calls", "tokens", "age"})
+_NUMERIC = frozenset({"steps", "calls", "tokens", "cost", "age"})
 
 
 def prune(

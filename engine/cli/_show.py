@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from engine._observe import TraceLine, trace_lines
+from engine._observe import TraceLine, trace_lines, usd
 from engine.cli._common import DEFAULT_STORE, STATUS_STYLE, out, run_async
 from engine.cli._run import StoreOpt
 from engine.cli._stores import find_run, open_store
@@ -76,6 +76,7 @@ def run_panel(run: Run) -> Panel:
         f"{run.transitions} transitions · {run.model_calls} model calls · "
         f"{run.usage.input_tokens}+{run.usage.output_tokens} tokens · {run.resumes} resumes",
     )
+    grid.add_row("cost", usd(run.cost_usd) if run.cost_usd is not None else "— (price unknown)")
     if run.error is not None:
         _error_rows(grid, run)
     elif run.result is not None:

@@ -7,6 +7,7 @@ without them.
 
 from engine.models._anthropic import AnthropicModel
 from engine.models._openai import OpenAIModel
+from engine.models._prices import Price, add_cost, call_cost
 from engine.models._registry import model_from_string
 from engine.models._scripted import ScriptedModel
 from engine.models._simulated import Faults, SimulatedModel
@@ -35,6 +36,7 @@ __all__ = [
     "Model",
     "OpenAIModel",
     "PickSchema",
+    "Price",
     "Request",
     "Response",
     "ScriptedModel",
@@ -43,5 +45,7 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "add_cost",
+    "call_cost",
     "model_from_string",
 ]

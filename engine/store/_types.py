@@ -74,6 +74,9 @@ class Run(BaseModel):
     transitions: int = 0
     model_calls: int = 0
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    #: US dollars its model calls cost, all its executions together: the calls whose price
+    #: is known (``engine.Price``); ``None`` when none of them had a known price.
+    cost_usd: float | None = None
     resumes: int = 0
     #: Retry attempts so far, by layer (``transport``, ``parse``, ``decision``, ``step``,
     #: ``run``), resumes included; each attempt is also a ``retry`` record of the journal.
