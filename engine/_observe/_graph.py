@@ -182,7 +182,10 @@ class RoutingGraph:
         if point is None:
             frame = next((a["name"] for a in chain if a.get("kind") == "frame"), "flow")
             index = int(_segment(node).rpartition(":")[2] or 0)
-            point = self.points[key] = DecisionPoint(key=key, frame=frame, index=index)
+            named = str(node.get("name") or "")
+            point = self.points[key] = DecisionPoint(
+                key=key, frame=frame, index=index, name="" if named == "decision" else named
+            )
         return point
 
     # -- reading -------------------------------------------------------------------------------
@@ -190,14 +193,21 @@ class RoutingGraph:
     def labels(self) -> dict[str, str]:
         """Return a short, unique, readable label per decision point.
 
-        The frame, with the decision's index when the frame holds several; points that
-        still share a label (decisions of concurrent branches) add their first options.
+        A named decision (``decision.make(..., name="classify")``) is ``frame/name``
+        (``moderate/classify``), whatever else the graph holds, so its label stays the same
+        from graph to graph. An unnamed one is its frame, with the decision's index when the
+        frame holds several (``moderate #1``); a name given at several places of one frame
+        adds the index too. Points that still share a label (decisions of concurrent
+        branches) add their first options.
         """
-        per_frame = Counter(p.frame for p in self.points.values())
-        bases = {
-            key: p.frame if per_frame[p.frame] == 1 else f"{p.frame} #{p.index}"
-            for key, p in self.points.items()
-        }
+        per_frame = Counter(p.frame for p in self.points.values() if not p.name)
+        # A name given to decisions at other places of one frame: their indices tell them
+        # apart (concurrent branches have one index, and their options do).
+        indices: dict[tuple[str, str], set[int]] = {}
+        for p in self.points.values():
+            if p.name:
+                indices.setdefault((p.frame, p.name), set()).add(p.index)
+        bases = {key: _base_label(p, per_frame, indices) for key, p in self.points.items()}
         twins = Counter(bases.values())
         labels: dict[str, str] = {}
         for key, point in self.points.items():
@@ -224,6 +234,15 @@ class RoutingGraph:
     def to_mermaid(self, *, direction: str = "TD") -> str:
         """Return the graph as a Mermaid flowchart."""
         return render(self, direction=direction)
+
+
+def _base_label(
+    point: DecisionPoint, per_frame: Counter[str], indices: Mapping[tuple[str, str], set[int]]
+) -> str:
+    if point.name:
+        label = f"{point.frame}/{point.name}"
+        return label if len(indices[(point.frame, point.name)]) == 1 else f"{label} #{point.index}"
+    return point.frame if per_frame[point.frame] == 1 else f"{point.frame} #{point.index}"
 
 
 async def _earlier_failures(store: Store, run_id: str) -> list[EarlierFailure]:

@@ -66,6 +66,8 @@ class DecisionPoint:
     frame: str
     index: int
     label: str = ""
+    #: The decision's ``name=``; empty when it has none (its trace node is "decision").
+    name: str = ""
     visits: int = 0
     options: dict[str, OptionStats] = field(default_factory=dict)
     errors: int = 0
@@ -106,6 +108,7 @@ def point_dict(point: DecisionPoint, label: str) -> dict[str, Any]:
     return {
         "key": point.key,
         "label": label,
+        "name": point.name or None,
         "visits": point.visits,
         "decision_errors": point.errors,
         "error_rate": point.error_rate,

@@ -106,7 +106,10 @@ def _frame(node: StoredNode) -> str:
 
 def _decision(node: StoredNode) -> str:
     data = data_of(node)
-    offered = ", ".join(map(str, data.get("options", [])))
+    offered = f"[{', '.join(map(str, data.get('options', [])))}]"
+    name = node.get("name")
+    if name not in (None, "decision"):  # decision.make(..., name="classify")
+        offered = f"{name} {offered}"
     attempts = data.get("attempts")
     failures = data.get("failures") or []
     tail = f"; failed attempts: {', '.join(map(str, failures))}" if failures else ""
@@ -114,9 +117,9 @@ def _decision(node: StoredNode) -> str:
         args = data.get("args")
         shown = "" if args in (None, "{}", {}) else f" {args}"
         who = "by hand" if attempts == 0 else f"in {attempts} attempt(s)"
-        return f"decision [{offered}] → {data['pick']}{shown} {who}{tail}"
+        return f"decision {offered} → {data['pick']}{shown} {who}{tail}"
     error = data.get("error", node.get("status"))
-    return f"decision [{offered}] ✗ {error} after {attempts or '?'} attempt(s){tail}"
+    return f"decision {offered} ✗ {error} after {attempts or '?'} attempt(s){tail}"
 
 
 def _model_call(node: StoredNode) -> str:
