@@ -31,6 +31,7 @@ names the bad value and, where possible, the fix.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "AuthenticationError",
@@ -101,7 +102,13 @@ class DecisionError(EngineError, ValueError):
             (``None`` outside a run).
         human_pick: Whether the pick that failed was a person's (``resume(pick=...)``), not
             the model's.
+        menu: The decision's options described for a person (JSON data, each option with
+            its arguments), once a run's journal knows where it failed; stored with the run.
+        prompt: The question the decision asked (its prompt, capped), likewise.
     """
+
+    menu: list[dict[str, Any]] | None = None
+    prompt: str | None = None
 
     def __init__(
         self,

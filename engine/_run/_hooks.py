@@ -26,7 +26,7 @@ from engine._base import (
     to_json,
     unencodable,
 )
-from engine._decision import Failure, Pick, RawPick, validate
+from engine._decision import Failure, Pick, RawPick, asked_prompt, describe_menu, validate
 from engine._retries import OnRetry, RunBudget
 from engine._run._journal import Journal, check_record, failure_record, request_fingerprint
 from engine._run._order import ProbeDone, ResumeOrder
@@ -156,6 +156,8 @@ class JournalHooks(Hooks):
         except DecisionError as exc:
             if exc.where is None:
                 exc.where = key
+                # What a person settling it reads: the run is stored with them.
+                exc.menu, exc.prompt = describe_menu(menu), asked_prompt(request.messages, menu)
                 await self.journal.write(failure_record(key, fingerprint, menu.names, exc))
             raise
         finally:

@@ -137,6 +137,8 @@ def _suspension(exc: DecisionError) -> RunErrorInfo:
         where=getattr(exc, "where", None),
         options=exc.options,
         replies=json_safe(exc.replies),
+        menu=exc.menu,
+        prompt=exc.prompt,
     )
 
 

@@ -44,8 +44,9 @@ class RunErrorInfo(BaseModel):
     ``kind`` is the ``DecisionError`` kind for a suspended run, the exception's class name for
     a failed one, ``waiting`` for a run that waits for a person; ``where`` is the failing (or
     first waiting) node's key. ``menu`` describes the failing decision's options for a person
-    (each with its arguments); ``questions`` are a waiting run's open questions, one per
-    waiting step (several where parallel branches wait), each answered on its own.
+    (each with its arguments) and ``prompt`` is the question it asked (capped); ``questions``
+    are a waiting run's open questions, one per waiting step (several where parallel
+    branches wait), each answered on its own.
     """
 
     kind: str
@@ -55,6 +56,7 @@ class RunErrorInfo(BaseModel):
     replies: list[str] | None = None
     traceback: str | None = None
     menu: list[dict[str, Any]] | None = None
+    prompt: str | None = None
     questions: list[dict[str, Any]] | None = None
 
 
