@@ -6,8 +6,9 @@ without them.
 """
 
 from engine.models._anthropic import AnthropicModel
+from engine.models._costs import call_cost
 from engine.models._openai import OpenAIModel
-from engine.models._prices import Price, add_cost, call_cost
+from engine.models._price import Price, add_cost
 from engine.models._registry import model_from_string
 from engine.models._scripted import ScriptedModel
 from engine.models._simulated import Faults, SimulatedModel

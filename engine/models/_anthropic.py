@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine._base import ModelError
+from engine.models._price import Price, check_price
 from engine.models._sdk import SDKModel, key_or_none, missing_key
 from engine.models._types import (
     ImageBlock,
@@ -45,6 +46,8 @@ class AnthropicModel(SDKModel):
         base_url: Another endpoint speaking the same protocol (a proxy, a test server);
             ``ANTHROPIC_BASE_URL`` by default. A malformed one is a ``ValueError`` here.
         timeout: Seconds the SDK waits for one HTTP response.
+        price: What the model's calls cost (:class:`~engine.Price`, dollars per million
+            tokens); ``None`` (the default): the maintained price table's, where it knows the model.
 
     Vendor exceptions never escape: they become our errors, as in
     :class:`~engine.models.OpenAIModel`.
@@ -61,9 +64,11 @@ class AnthropicModel(SDKModel):
         max_tokens: int = 1024,
         base_url: str | None = None,
         timeout: float = 60.0,
+        price: Price | None = None,
     ) -> None:
         super().__init__(model, api_key=api_key, client=client, base_url=base_url, timeout=timeout)
         self.max_tokens = max_tokens
+        self.price = check_price(price)
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r})"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from engine._base import ModelError
 from engine._base import ProviderUnavailableError as _Unavailable
+from engine.models._price import Price, check_price
 from engine.models._sdk import SDKModel, key_or_none, missing_key
 from engine.models._types import (
     ImageBlock,
@@ -54,6 +55,8 @@ class OpenAIModel(SDKModel):
             own API and unknown, so no, for other servers; vLLM, recent Ollama and
             llama.cpp servers take ``True``.
         timeout: Seconds the SDK waits for one HTTP response.
+        price: What the model's calls cost (:class:`~engine.Price`, dollars per million
+            tokens); ``None`` (the default): the maintained price table's, where it knows the model.
 
     Vendor exceptions never escape: they become :class:`~engine.RateLimitError` (with the
     ``Retry-After`` wait), :class:`~engine.ProviderUnavailableError`,
@@ -70,9 +73,11 @@ class OpenAIModel(SDKModel):
         client: AsyncOpenAI | None = None,
         enforce: bool | None = None,
         timeout: float = 60.0,
+        price: Price | None = None,
     ) -> None:
         super().__init__(model, api_key=api_key, client=client, base_url=base_url, timeout=timeout)
         self._enforce = enforce
+        self.price = check_price(price)
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""

@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
 from engine._base import ScriptExhaustedError
+from engine.models._price import Price, check_price
 from engine.models._types import Request, Response, TextBlock, trusted_response
 
 __all__ = ["ScriptedModel"]
@@ -20,14 +21,23 @@ class ScriptedModel:
         replies: A list of reply strings, used one per call in order, or a callable
             ``request -> str`` (sync or async).
         name: The model name reported on replies.
+        price: What the model's calls cost (:class:`~engine.Price`, dollars per million
+            tokens); ``None`` (the default): unknown, unless ``Engine(prices=)`` names the model.
 
     Every request is recorded in :attr:`requests`, in order.
     """
 
-    def __init__(self, replies: Sequence[str] | ReplyFunction, *, name: str = "scripted") -> None:
+    def __init__(
+        self,
+        replies: Sequence[str] | ReplyFunction,
+        *,
+        name: str = "scripted",
+        price: Price | None = None,
+    ) -> None:
         if isinstance(replies, str):
             raise TypeError("replies must be a list of strings or a callable, got one string")
         self.name = name
+        self.price = check_price(price)
         self.requests: list[Request] = []
         self._script: list[str] | None = None
         self._fn: ReplyFunction | None = None

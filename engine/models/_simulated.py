@@ -25,6 +25,7 @@ import anyio
 
 from engine._base import ModelTimeoutError, ProviderUnavailableError, RateLimitError, Sleep
 from engine.models._fill import fill, wrong_value
+from engine.models._price import Price, check_price
 from engine.models._types import ChoiceSpec, Request, Response, ToolCall, trusted_response
 
 __all__ = ["Faults", "SimulatedModel"]
@@ -105,6 +106,8 @@ class SimulatedModel:
         sleep: The sleep used for latency (inject one in tests so they never wait).
         tool_rate: The share of turns offering native tools in which the model calls one
             (with filled arguments) before it answers; it never calls one twice in a row.
+        price: What the model's calls cost (:class:`~engine.Price`, dollars per million
+            tokens); ``None`` (the default): unknown, unless ``Engine(prices=)`` names the model.
 
     Attributes:
         calls: How many calls were made.
@@ -122,6 +125,7 @@ class SimulatedModel:
         name: str = "simulated",
         sleep: Sleep | None = None,
         tool_rate: float = 0.0,
+        price: Price | None = None,
     ) -> None:
         self.seed = seed
         self.faults = faults if isinstance(faults, Faults) else Faults(**dict(faults or {}))
@@ -129,6 +133,7 @@ class SimulatedModel:
         self.policy = policy
         self.weights = dict(weights or {})
         self.name = name
+        self.price = check_price(price)
         self.tool_rate = tool_rate
         self._sleep = sleep or anyio.sleep
         self._seen: OrderedDict[bytes, int] = OrderedDict()

@@ -22,7 +22,7 @@ from engine.models import (
     Usage,
     call_cost,
 )
-from engine.models import _prices as prices_module
+from engine.models import _costs as costs_module
 from engine.store import Store
 
 #: $1 per million input tokens, $2 per million output tokens: easy sums.
@@ -182,15 +182,46 @@ def test_a_price_given_wins_over_the_table_and_the_models_own_over_the_engines()
     assert call_cost(Canned("alias"), reply(1000, 0, "served"), {"served": ONE_TWO}) == 0.001
 
 
+@pytest.mark.parametrize(
+    "model",
+    [
+        OpenAIModel("tiny", base_url="http://127.0.0.1:9/v1", price=ONE_TWO),
+        OpenAIModel("gpt-4o-mini", api_key="sk-test", price=ONE_TWO),  # over the table's
+        AnthropicModel("claude-3-5-haiku-latest", price=ONE_TWO),
+        ScriptedModel([PICK], price=ONE_TWO),
+        SimulatedModel(seed=1, price=ONE_TWO),
+    ],
+    ids=["local-server", "openai", "anthropic", "scripted", "simulated"],
+)
+def test_every_model_takes_a_price_of_its_own(model: Any) -> None:
+    assert model.price == ONE_TWO
+    assert call_cost(model, reply(1000, 500)) == pytest.approx(0.002)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: OpenAIModel("tiny", price=0.15),
+        lambda: AnthropicModel("claude-3-5-haiku-latest", price={"in": 1}),
+        lambda: ScriptedModel([PICK], price="in=1,out=2"),
+        lambda: SimulatedModel(price=(1, 2)),
+    ],
+    ids=["openai", "anthropic", "scripted", "simulated"],
+)
+def test_a_price_that_is_not_a_price_is_refused_at_once(make: Any) -> None:
+    with pytest.raises(TypeError, match=r"price must be a Price, as in Price\(input_per_mtok="):
+        make()
+
+
 def test_without_the_price_table_a_known_model_costs_none(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "genai_prices", None)  # as if it were not installed
-    prices_module._known.cache_clear()
+    costs_module._known.cache_clear()
     try:
         assert call_cost(OpenAIModel("gpt-4o", api_key="sk-test"), reply(1000, 500)) is None
         # A price the user gives needs no table.
         assert call_cost(Canned(price=ONE_TWO), reply(1000, 500)) == pytest.approx(0.002)
     finally:
-        prices_module._known.cache_clear()
+        costs_module._known.cache_clear()
 
 
 # -- per call, per run, across resumes -----------------------------------------------------------
@@ -211,6 +242,18 @@ async def test_the_run_cost_is_the_sum_of_its_calls_in_trace_and_journal(store: 
     assert traced == journaled
     assert run.cost_usd == pytest.approx(sum(journaled))
     assert (await store.get_run("r1")) == run
+
+
+async def test_a_scripted_model_with_a_price_gives_its_run_a_cost(store: Store) -> None:
+    model = ScriptedModel([PICK, PICK], price=ONE_TWO)
+
+    run = await Engine(model=model, store=store).run(two_routes, "t1", run_id="r1")
+
+    assert run.status == "completed"
+    assert run.usage.total_tokens > 0
+    # A price is linear: the run's calls together cost what their tokens together cost.
+    expected = ONE_TWO.cost(run.usage.input_tokens, run.usage.output_tokens)
+    assert run.cost_usd == pytest.approx(expected, abs=1e-9)
 
 
 async def test_an_unpriced_run_has_an_unknown_cost(store: Store) -> None:

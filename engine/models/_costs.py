@@ -1,22 +1,17 @@
-"""What a model call cost in money: prices the user gives, or the maintained table's.
+"""What a model call cost in dollars: prices the user gives, or the maintained table's.
 
-Money is a ``float`` of US dollars, rounded to nine decimals (a billionth of a dollar): a
-JSON number in the journal, the trace and the stored run, summed without a ``Decimal`` to
-carry around. A call's price comes, first found, from the model's own ``price``, the prices
-given by model name (``Engine(prices=...)``), or, for OpenAI's and Anthropic's APIs and the
-gateways the table knows by URL, the `genai-prices <https://pypi.org/project/genai-prices/>`_
-table that Pydantic AI uses (the ``prices`` extra; the ``openai`` and ``anthropic`` extras
-bring it too). The table is the copy shipped in the package: it is never updated over the
-network at run time. A model found nowhere has an unknown cost, ``None``, never ``0``.
+A call's price comes, first found, from the model's own ``price``, the prices given by model
+name (``Engine(prices=...)``), or, for OpenAI's and Anthropic's APIs and the gateways the
+table knows by URL, the `genai-prices <https://pypi.org/project/genai-prices/>`_ table that
+Pydantic AI uses (the ``prices`` extra; the ``openai`` and ``anthropic`` extras bring it
+too). The table is the copy shipped in the package: it is never updated over the network at
+run time. A model found nowhere has an unknown cost, ``None``, never ``0``.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -24,84 +19,14 @@ import structlog
 
 from engine.models._anthropic import AnthropicModel
 from engine.models._openai import OpenAIModel
+from engine.models._price import DIGITS, Price
 
 if TYPE_CHECKING:
     from engine.models._types import Model, Response
 
-__all__ = ["Price", "add_cost", "call_cost", "table_cost"]
+__all__ = ["call_cost", "table_cost"]
 
 log = structlog.get_logger("engine.models")
-
-#: Money is kept to a billionth of a dollar.
-_DIGITS = 9
-_PART = re.compile(r"^\s*(in|input|out|output)\s*=\s*([^=,\s]+)\s*$")
-
-
-@dataclass(frozen=True, slots=True)
-class Price:
-    """Token prices of one model, in US dollars per million tokens.
-
-    Args:
-        input_per_mtok: Dollars per million input (prompt) tokens.
-        output_per_mtok: Dollars per million output (completion) tokens.
-
-    Example: ``Price(input_per_mtok=0.15, output_per_mtok=0.60)``, or on the command line
-    ``--price in=0.15,out=0.60``.
-    """
-
-    input_per_mtok: float
-    output_per_mtok: float
-
-    def __post_init__(self) -> None:
-        for name in ("input_per_mtok", "output_per_mtok"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise TypeError(f"Price({name}={value!r}) must be a number of dollars")
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"Price({name}={value!r}) must be a finite number >= 0")
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        """Return what ``input_tokens`` and ``output_tokens`` cost, in dollars."""
-        total = input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok
-        return round(total / 1_000_000, _DIGITS)
-
-    @classmethod
-    def parse(cls, text: str) -> Price:
-        """Read ``"in=0.15,out=0.60"`` (dollars per million input and output tokens).
-
-        Raises:
-            ValueError: A part is missing, unknown, repeated or not a number.
-        """
-        found: dict[str, float] = {}
-        for part in text.split(","):
-            match = _PART.match(part)
-            if match is None:
-                raise ValueError(
-                    f"price {text!r}: write in=<dollars>,out=<dollars> per million tokens, "
-                    "as in in=0.15,out=0.60"
-                )
-            side = "in" if match.group(1).startswith("in") else "out"
-            if side in found:
-                raise ValueError(f"price {text!r} gives {side}= twice")
-            try:
-                found[side] = float(match.group(2))
-            except ValueError:
-                raise ValueError(
-                    f"price {text!r}: {match.group(2)!r} is not a number of dollars"
-                ) from None
-        missing = [side for side in ("in", "out") if side not in found]
-        if missing:
-            raise ValueError(f"price {text!r} gives no {'= nor '.join(missing)}=; write both")
-        return cls(input_per_mtok=found["in"], output_per_mtok=found["out"])
-
-
-def add_cost(a: float | None, b: float | None) -> float | None:
-    """Add two costs, either unknown (``None``); unknown only when both are."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return round(a + b, _DIGITS)
 
 
 def call_cost(
@@ -159,7 +84,7 @@ def table_cost(
         priced = calc_price(usage, model_ref, provider_id=provider)
     else:
         priced = calc_price(usage, model_ref, provider_api_url=api_url)
-    return round(float(priced.total_price), _DIGITS)
+    return round(float(priced.total_price), DIGITS)
 
 
 @cache
