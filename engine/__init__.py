@@ -23,6 +23,7 @@ from engine._base import (
     OptionsTypeError,
     OptionsValueError,
     ProviderUnavailableError,
+    ProviderUnreachableError,
     RateLimitError,
     RetryableModelError,
     RunConflictError,
@@ -30,6 +31,7 @@ from engine._base import (
     RunStopped,
     ScriptExhaustedError,
     Trace,
+    WaitingForAnswer,
     configure_logging,
     idempotency_key,
 )
@@ -46,7 +48,7 @@ from engine._retries import (
 )
 from engine._run import Batch, BatchProgress, Engine
 from engine._runtime import Hooks, Runtime, agentic_function, gather, map
-from engine.models import Price
+from engine.models import ModelSettings, Price
 
 __all__ = [
     "AuthenticationError",
@@ -66,6 +68,7 @@ __all__ = [
     "MaxIterationsError",
     "ModelError",
     "ModelLimits",
+    "ModelSettings",
     "ModelTimeoutError",
     "Node",
     "NonDeterminismError",
@@ -74,6 +77,7 @@ __all__ = [
     "Price",
     "ProviderGuard",
     "ProviderUnavailableError",
+    "ProviderUnreachableError",
     "RateLimitError",
     "RetryEvent",
     "RetryableModelError",
@@ -85,6 +89,7 @@ __all__ = [
     "Runtime",
     "ScriptExhaustedError",
     "Trace",
+    "WaitingForAnswer",
     "agentic_function",
     "configure_logging",
     "decision",

@@ -9,7 +9,7 @@ model call, re-pick in the same conversation on a bad reply, and raise
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from engine._base import DecisionError
 
@@ -25,14 +25,20 @@ from engine._decision import build_menu as _build_menu
 from engine._decision import find_pick as _find_pick
 from engine._decision import validate as _validate
 from engine._retries import OnRetry as _OnRetry
+from engine._runtime import MODEL
+from engine._runtime import HumanAsk as _HumanAsk
 from engine._runtime import Runtime as _Runtime
 from engine._runtime import build_request as _build_request
 from engine._runtime import call_option as _call_option
+from engine._runtime import check_on_deadline as _check_on_deadline
+from engine._runtime import check_on_reject as _check_on_reject
 from engine._runtime import resolve as _resolve
+from engine.models import ModelSettings as _ModelSettings
 from engine.models import TextBlock as _TextBlock
 
 __all__ = [
     "DECISION_FINISH_INSTRUCTION",
+    "MODEL",
     "DecisionError",
     "extract_action",
     "make",
@@ -52,8 +58,13 @@ async def make(
     timeout_s: float | None = None,
     on_retry: _OnRetry | None = None,
     name: str | None = None,
+    settings: _ModelSettings | None = None,
+    by: Literal["model", "human"] = "model",
+    deadline_s: float | None = None,
+    on_deadline: str | Mapping[str, Any] | None = None,
+    on_reject: str | None = None,
 ) -> Any:
-    """Ask the model to pick one option and return the result of the pick.
+    """Ask the model (or, with ``by="human"``, a person) to pick one option; resolve the pick.
 
     The request is one user message: ``prompt``, a blank line, then the menu. The prompt
     itself must tell the model to pick.
@@ -69,12 +80,29 @@ async def make(
         name: What this decision is called in the trace, the routing graph and ``engine
             show`` (``"classify"``); ``"decision"`` by default. It never changes the
             decision's journal key.
+        settings: :class:`~engine.models.ModelSettings` for this call, laid over the
+            runtime's and the model's (``max_tokens`` lifts the default bound of
+            :data:`~engine.models.DECISION_MAX_TOKENS`).
+        by: Who picks: ``"model"``, or ``"human"``: inside a run of an
+            :class:`~engine.Engine` the run then waits (status ``waiting``) with the
+            question stored, until a person answers (:meth:`~engine.Engine.answer`,
+            ``engine answer``) with a pick validated by the same rules, strictly; outside a
+            run :class:`~engine.WaitingForAnswer` is raised (docs/people.md).
+        deadline_s: For a human decision: the seconds a person has; once they passed, a
+            resume of the run (or :meth:`~engine.Engine.resume_expired`) settles it by
+            ``on_deadline``.
+        on_deadline: What a passed deadline does: an option name to take, a pick
+            ``{"call": ..., "args": {...}}``, or :data:`MODEL` to let the model pick.
+        on_reject: When a person rejects the model's pick of an option declared with
+            ``@agentic_function(approve=...)``: the option to take instead (one that needs
+            no arguments); by default the model is asked again, told the reason.
 
     Raises:
         TypeError: ``options`` is not a dict or list, or an option is malformed.
         ValueError: ``options`` is empty or names an option twice; ``max_retries`` < 0;
             ``timeout_s`` is not a number > 0.
         RuntimeError: No ``runtime=`` and no ambient runtime.
+        WaitingForAnswer: A human decision (or an approval) outside a run.
         DecisionError: No valid pick after every re-pick.
     """
     menu = _build_menu(options)
@@ -85,7 +113,14 @@ async def make(
             "@agentic_function that calls it (the ambient runtime is then injected), or pass "
             "runtime= explicitly"
         )
-    request = _build_request(rt.system, [_TextBlock(text=f"{prompt}\n\n{menu.text}")], menu=menu)
+    human = _human_ask(menu, prompt, by, deadline_s, on_deadline, timeout_s)
+    _check_on_reject(menu, on_reject)
+    request = _build_request(
+        rt.system,
+        [_TextBlock(text=f"{prompt}\n\n{menu.text}")],
+        menu=menu,
+        settings=rt.call_settings(settings),
+    )
     return await rt.decide(
         request,
         menu,
@@ -94,7 +129,31 @@ async def make(
         context=context,
         on_retry=on_retry,
         name=name,
+        human=human,
+        on_reject=on_reject,
     )
+
+
+def _human_ask(
+    menu: _Menu,
+    prompt: str,
+    by: str,
+    deadline_s: float | None,
+    on_deadline: str | Mapping[str, Any] | None,
+    timeout_s: float | None,
+) -> _HumanAsk | None:
+    if by == "model":
+        if deadline_s is not None or on_deadline is not None:
+            raise ValueError('deadline_s= and on_deadline= are for by="human" decisions')
+        return None
+    if by != "human":
+        raise ValueError(f'by must be "model" or "human", got {by!r}')
+    if timeout_s is not None:
+        raise ValueError(
+            "timeout_s bounds model calls; a person's time on a human decision is deadline_s="
+        )
+    _check_on_deadline(menu, deadline_s, on_deadline)
+    return _HumanAsk(prompt, deadline_s, on_deadline)
 
 
 def parse_args(

@@ -18,6 +18,7 @@
         ├── RetryableModelError            worth another attempt (transport layer)
         │   ├── RateLimitError             429; ``retry_after`` in seconds when known
         │   ├── ProviderUnavailableError   5xx, overloaded, dropped connection
+        │   │   ├── ProviderUnreachableError  no connection could be made (names the URL)
         │   │   └── CircuitOpenError       the provider's circuit breaker is open
         │   └── ModelTimeoutError          the provider did not answer in time
         ├── BadRequestError                the provider rejected the request
@@ -30,7 +31,7 @@ names the bad value and, where possible, the fix.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -49,12 +50,14 @@ __all__ = [
     "OptionsTypeError",
     "OptionsValueError",
     "ProviderUnavailableError",
+    "ProviderUnreachableError",
     "RateLimitError",
     "RetryableModelError",
     "RunConflictError",
     "RunNotFoundError",
     "RunStopped",
     "ScriptExhaustedError",
+    "WaitingForAnswer",
 ]
 
 REPLY_HEAD = 200
@@ -135,6 +138,32 @@ class DecisionError(EngineError, ValueError):
             f"last reply: {self.reply!r}"
         )
         super().__init__(self.message)
+
+
+class WaitingForAnswer(EngineError):
+    """A step of the flow waits for a person: a human decision, or the approval of a pick.
+
+    Inside a run of an :class:`~engine.Engine` it parks the run (status ``waiting``) with its
+    questions, and the flow goes on from there once a person answers
+    (:meth:`~engine.Engine.answer`). Outside a run there is no one to park it: it is raised
+    to the caller, who holds the question.
+
+    Attributes:
+        questions: What is asked, one dict per waiting step (several where parallel branches
+            wait): ``where`` (the step's journal key), ``name``, ``kind`` (``decision`` or
+            ``approval``), ``prompt``, ``options``, ``menu`` (each option described for a
+            person), for an approval ``pick`` (the model's pick awaiting it), ``asked_at``
+            and ``deadline_at``.
+    """
+
+    def __init__(self, questions: Sequence[Mapping[str, Any]]) -> None:
+        self.questions = [dict(q) for q in questions]
+        first = self.questions[0] if self.questions else {}
+        more = f" (and {len(self.questions) - 1} more)" if len(self.questions) > 1 else ""
+        what = "the approval of a pick" if first.get("kind") == "approval" else "a person's pick"
+        super().__init__(
+            f"waiting for {what} at {first.get('where')!r}{more}: {first.get('prompt', '')}"
+        )
 
 
 class DeadlineExceeded(EngineError, TimeoutError):
@@ -259,20 +288,45 @@ class ProviderUnavailableError(RetryableModelError):
     """The provider failed on its side (5xx, overloaded) or the connection dropped."""
 
 
+class ProviderUnreachableError(ProviderUnavailableError):
+    """No connection could be made to the provider: nothing listens there, or no route.
+
+    Attributes:
+        url: The endpoint called, when known; the message names it.
+    """
+
+    def __init__(
+        self, message: str, *, provider: str | None = None, url: str | None = None
+    ) -> None:
+        self.url = url
+        super().__init__(message, provider=provider)
+
+
 class CircuitOpenError(ProviderUnavailableError):
     """The provider's circuit breaker is open: recent calls failed, so none is sent now.
 
     The transport layer never retries it; a run that meets it parks as suspended with the
-    reason ``provider_unavailable``, to be resumed once the provider is back.
+    reason ``provider_unavailable``, to be resumed once the provider is back. ``reason``,
+    when set, is why a provider that never answered is taken for down (the connection
+    error, naming the URL); the message starts with it.
     """
 
-    def __init__(self, provider: str, *, retry_in_s: float) -> None:
+    def __init__(self, provider: str, *, retry_in_s: float, reason: str | None = None) -> None:
         self.retry_in_s = retry_in_s
-        super().__init__(
-            f"provider {provider!r} is unavailable: its circuit breaker is open after repeated "
-            f"failures (next probe in {retry_in_s:.1f}s); resume the run once it is back",
-            provider=provider,
-        )
+        self.reason = reason
+        if reason is not None:  # a provider that never answered: nothing listens there
+            message = (
+                f"{reason.rstrip('.')}; it has not answered since this process started, so "
+                f"calls to it stop at once (next try in {retry_in_s:.1f}s): start the server "
+                "or fix the URL, then resume the run"
+            )
+        else:
+            message = (
+                f"provider {provider!r} is unavailable: its circuit breaker is open after "
+                f"repeated failures (next probe in {retry_in_s:.1f}s); resume the run once it "
+                "is back"
+            )
+        super().__init__(message, provider=provider)
 
 
 class ModelTimeoutError(RetryableModelError):

@@ -13,12 +13,13 @@
 
 A run is created ``queued`` (for a worker) or ``running`` (started at once). An executor
 claims it (``running``), and it ends ``completed``, ``waiting`` (a person must answer a
-question of the flow's: a human decision, or the approval of a model's pick), ``suspended`` (a decision no model pick
-settled, a spent budget, an open circuit breaker), ``failed`` (any other exception) or
-``cancelled`` (a timeout, a cancel, a shutdown). Every status but ``completed`` may be claimed
-again: a resume goes on from the run's journal. :data:`MOVES` holds these moves as data, and
-:func:`move` (with :func:`claim` and :func:`release` for the two kinds of move the engine
-makes) is the one way a run record changes status.
+question of the flow's: a human decision, or the approval of a model's pick), ``suspended``
+(a decision no model pick settled, a spent budget, an open circuit breaker), ``failed`` (any
+other exception) or ``cancelled`` (a timeout, a cancel, a shutdown). Every status but
+``completed`` may be claimed again: a resume (or an answer) goes on from the run's journal.
+:data:`MOVES` holds these moves as data, and :func:`move` (with :func:`claim` and
+:func:`release` for the two kinds of move the engine makes) is the one way a run record
+changes status.
 """
 
 from __future__ import annotations
@@ -48,9 +49,7 @@ __all__ = [
     "release",
 ]
 
-RunStatus = Literal[
-    "queued", "running", "completed", "waiting", "suspended", "failed", "cancelled"
-]
+RunStatus = Literal["queued", "running", "completed", "waiting", "suspended", "failed", "cancelled"]
 #: Every status, in the order a run meets them.
 STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 

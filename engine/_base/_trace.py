@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
+from engine._base._errors import WaitingForAnswer
 from engine._base._json import json_safe
 
 __all__ = ["Node", "NodeKind", "StoredExecution", "StoredNode", "StoredTrace", "Trace", "failed_at"]
@@ -178,7 +179,8 @@ class Node:
 
         The mark (see :func:`failed_at`) is how a run that fails knows the node it failed at.
         """
-        self.close("error", error=type(exc).__name__)
+        waits = isinstance(exc, WaitingForAnswer)  # not a failure: it parks the run
+        self.close("waiting" if waits else "error", error=type(exc).__name__)
         if isinstance(exc, Exception):
             exc.__dict__.setdefault(_FAILED_AT, self.key)
 

@@ -14,16 +14,19 @@ runs of the engine (and of every engine given the same guard).
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine._base import Flow
+from engine._base import Clock, Flow
 from engine._limits import CircuitBreaker, ModelLimits, ProviderGuard
 from engine._retries import OnRetry, RunBudget
+from engine._run._answers import Answers
 from engine._run._batch import DEFAULT_CONCURRENCY, Batch, OnError, OnProgress, StartRun
 from engine._run._engine_reads import StoredRuns
 from engine._run._executor import Executor
+from engine._run._people import OnWaiting
 from engine._run._runner import Runner
 from engine._run._stopping import Stops, cancel_run
 from engine._runtime import Runtime, check_timeout, gather, map
@@ -41,7 +44,7 @@ Inputs = Iterable[Any] | AsyncIterable[Any]
 _DEFAULT_BREAKER = CircuitBreaker()
 
 
-class Engine(StoredRuns):
+class Engine(Answers, StoredRuns):
     """Run flows durably: journal every transition, resume stopped runs, recover crashed ones.
 
     Every setting has a default that does the right thing without configuration; the table
@@ -71,6 +74,11 @@ class Engine(StoredRuns):
             ``cancelled`` (``timeout``) and resumes.
         on_retry: Called with every retry attempt at every layer of every run.
         grace_s: How long :meth:`shutdown` lets runs reach their next transition.
+        on_waiting: Called with each run once it is stored ``waiting`` for a person (a
+            human decision, an approval): post its question to a queue or a chat; sync or
+            async; what it raises is logged.
+        clock: The time of day in seconds (``time.time`` by default), for the deadlines of
+            human decisions; inject one in tests.
     """
 
     gather = staticmethod(gather)
@@ -93,6 +101,8 @@ class Engine(StoredRuns):
         timeout_s: float | None = None,
         on_retry: OnRetry | None = None,
         grace_s: float = 10.0,
+        on_waiting: OnWaiting | None = None,
+        clock: Clock | None = None,
     ) -> None:
         if runtime is None:
             if model is None:
@@ -114,6 +124,7 @@ class Engine(StoredRuns):
         self.on_retry = on_retry
         self.grace_s = grace_s
         self.owner = f"{uuid.uuid4().hex[:12]}"
+        self.clock = clock if clock is not None else time.time
         self.guard = (
             limits if isinstance(limits, ProviderGuard) else ProviderGuard(limits, breaker=breaker)
         )
@@ -126,6 +137,8 @@ class Engine(StoredRuns):
             budget=budget,
             prices=prices,
             on_retry=on_retry,
+            clock=self.clock,
+            on_waiting=on_waiting,
         )
         self._stops = Stops(self._executor)
         self._runner = Runner(

@@ -24,11 +24,13 @@ import anyio
 import anyio.to_thread
 
 from engine._base import (
+    Clock,
     DecisionError,
     Flow,
     JournalError,
     RunConflictError,
     Trace,
+    WaitingForAnswer,
     claim,
     current_node,
     current_run_id,
@@ -44,6 +46,7 @@ from engine._run._hooks import JournalHooks, journal_hooks
 from engine._run._leases import BATCH_RENEWED, Halt, Holder, Leases, lease_expired
 from engine._run._order import ProbeDone, ResumeOrder
 from engine._run._outcome import Outcome, ended, failure, log_end, verdict
+from engine._run._people import OnWaiting, tell_waiting
 from engine._runtime import Runtime, current_hooks
 from engine.models import Model, Price
 from engine.store import JournalRecord, Run, RunErrorInfo, RunStatus, Store
@@ -69,7 +72,11 @@ class Executor:
         budget: RunBudget | None = None,
         prices: Mapping[str, Price] | None = None,
         on_retry: OnRetry | None = None,
+        clock: Clock | None = None,
+        on_waiting: OnWaiting | None = None,
     ) -> None:
+        self.clock = clock
+        self.on_waiting = on_waiting
         self.store = store
         self.runtime = runtime
         self.owner = owner
@@ -98,7 +105,9 @@ class Executor:
             DecisionError: The pick does not validate against the decision's menu.
         """
         journal = await self.store.load_journal(run.run_id)
-        hooks = journal_hooks(run.run_id, self.store, journal, order=order, probe=True)
+        hooks = journal_hooks(
+            run.run_id, self.store, journal, order=order, probe=True, clock=self.clock
+        )
         with anyio.move_on_after(_PROBE_S):
             try:
                 await self.call_flow(flow, run, hooks, Trace())
@@ -164,6 +173,7 @@ class Executor:
             prices=self.prices,
             control=holder,
             on_retry=self.on_retry,
+            clock=self.clock,
         )
         trace = Trace()
         if journal:  # what the run's earlier executions did stays in its trace
@@ -189,6 +199,8 @@ class Executor:
             # Nodes and their trace refer to each other: dropping the nodes now frees a
             # finished run's trace at once instead of leaving it to the garbage collector.
             trace.nodes.clear()
+        if stored.status == "waiting" and self.on_waiting is not None:
+            await tell_waiting(self.on_waiting, stored)
         return stored
 
     async def _run(
@@ -274,6 +286,9 @@ class Executor:
             # A plain def flow may block: run it on a worker thread (with this context).
             result = await anyio.to_thread.run_sync(functools.partial(flow, *args, **kwargs))
             return await result if inspect.isawaitable(result) else result
+        except WaitingForAnswer:
+            status = "waiting"
+            raise
         except DecisionError:
             status = "suspended"
             raise

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from engine._base import (
+    Clock,
     DecisionError,
     NonDeterminismError,
     check_replayable,
@@ -30,8 +31,9 @@ from engine._decision import Failure, Pick, RawPick, asked_prompt, describe_menu
 from engine._retries import OnRetry, RunBudget
 from engine._run._journal import Journal, check_record, failure_record, request_fingerprint
 from engine._run._order import ProbeDone, ResumeOrder
+from engine._run._people import PeopleHooks, check_human_pick, wall_clock
 from engine._run._spending import Control, Spending
-from engine._runtime import Hooks
+from engine._runtime import Hooks, note_settings
 from engine.models import Model, Price, Request, Response
 from engine.store import JournalRecord, Run, Store
 
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["JournalHooks", "journal_hooks"]
 
 
-class JournalHooks(Hooks):
+class JournalHooks(PeopleHooks, Hooks):
     """Hooks of one run: replay what the journal holds, record what is done live.
 
     Args:
@@ -53,9 +55,10 @@ class JournalHooks(Hooks):
             first live work instead of doing it.
         guard: Wraps each model before a live call (the engine's provider limits and
             breakers).
+        clock: The time of day, in seconds, for the deadlines of human decisions.
     """
 
-    __slots__ = ("_asked", "guard", "journal", "order", "probe", "spending")
+    __slots__ = ("_asked", "clock", "guard", "journal", "order", "probe", "spending")
 
     def __init__(
         self,
@@ -65,7 +68,9 @@ class JournalHooks(Hooks):
         order: ResumeOrder | None = None,
         probe: bool = False,
         guard: Callable[[Model], Model] | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        self.clock = clock if clock is not None else wall_clock
         self.journal = journal
         self.spending = spending
         self.order = order if order is not None else ResumeOrder()
@@ -83,6 +88,10 @@ class JournalHooks(Hooks):
         return fingerprint
 
     # -- model calls ---------------------------------------------------------------------------
+
+    def live_model(self, model: Model) -> Model:
+        """Return the model live calls go to: a resume's own model, else ``model``."""
+        return self.order.model or model
 
     async def model_call(
         self,
@@ -102,8 +111,12 @@ class JournalHooks(Hooks):
             await _park()
         self.spending.check_live(node.key)
         live = self.order.model or model
+        if live is not model:  # a resume's model sends settings of its own
+            note_settings(node, live, request)
         response = await call(self.guard(live) if self.guard is not None else live, request)
         data = response.model_dump(mode="json")
+        if "settings" in node.data:  # what the call was sent, journaled beside its reply
+            data["settings"] = node.data["settings"]
         cost = self.spending.price(live, response)
         if cost is not None:  # beside the usage, in the journal and the trace
             data["cost_usd"] = node.data["cost_usd"] = cost
@@ -168,34 +181,15 @@ class JournalHooks(Hooks):
         return pick
 
     async def _human_pick(self, node: Node, menu: Menu, fingerprint: str) -> Pick:
-        pick_data = self.order.pick or {}
-        raw = (
-            RawPick(pick_data["call"], pick_data.get("args"), "args" in pick_data, {})
-            if "call" in pick_data
-            else None  # names no call: no pick at all (docs/decisions.md §7.1)
-        )
-        try:
-            pick = validate(raw, menu)
-            problem = unencodable(pick.args)
-            if problem is not None:  # refused before the resume, as any invalid pick is
-                raise Failure(
-                    "bad_args", f"the pick's arguments hold {problem}, which JSON cannot carry"
-                )
-        except Failure as failure:
-            raise DecisionError(
-                failure.kind,
-                failure.message,
-                replies=[],
-                attempts=0,
-                options=menu.names,
-                where=node.key,
-                human_pick=True,
-            ) from None
+        pick = check_human_pick(self.order.pick or {}, menu, node.key)
         if self.probe:
             raise ProbeDone
         node.data["attempts"], node.data["actor"] = 0, "human"
         await self._write_pick(node.key, fingerprint, menu, pick, "human", 0)
         return pick
+
+    def _replay(self, record: JournalRecord, fingerprint: str, menu: Menu, node: Node) -> Pick:
+        return _replay_pick(record, fingerprint, menu, node)
 
     def _replayed_failure(self, key: str, fingerprint: str, menu: Menu) -> DecisionError:
         record = self.journal.get("decision_failed", key)
@@ -353,6 +347,7 @@ def journal_hooks(
     prices: Mapping[str, Price] | None = None,
     control: Control | None = None,
     on_retry: OnRetry | None = None,
+    clock: Clock | None = None,
 ) -> JournalHooks:
     """Build the hooks of one execution of ``run_id`` over its journal ``records``.
 
@@ -371,4 +366,4 @@ def journal_hooks(
         on_retry=on_retry,
     )
     journal = Journal(run_id, store, records, owner=owner, ledger=spending.ledger)
-    return JournalHooks(journal, spending, order=order, probe=probe, guard=guard)
+    return JournalHooks(journal, spending, order=order, probe=probe, guard=guard, clock=clock)

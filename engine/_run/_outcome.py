@@ -5,6 +5,7 @@ The run ended with                   status       ``error.kind``
 ===================================  ===========  ==========================================
 a return value                       completed    (no error)
 a ``DecisionError``                  suspended    the decision's kind (``no_action``, ...)
+a step waiting for a person          waiting      ``waiting``
 a spent budget                       suspended    ``budget_exceeded``
 a breaker open in "suspend" mode     suspended    ``provider_unavailable``
 its ``timeout_s``                    cancelled    ``timeout``
@@ -28,6 +29,7 @@ from engine._base import (
     CircuitOpenError,
     DecisionError,
     RunStopped,
+    WaitingForAnswer,
     json_safe,
     log,
     mask_secrets,
@@ -43,6 +45,7 @@ __all__ = ["Outcome", "ended", "failure", "log_end", "verdict"]
 #: The log event of each way a run ends.
 _EVENTS: dict[RunStatus, str] = {
     "completed": "run_completed",
+    "waiting": "run_waiting",
     "suspended": "run_suspended",
     "failed": "run_failed",
     "cancelled": "run_cancelled",
@@ -93,6 +96,8 @@ def verdict(outcome: Outcome, flow: str) -> Verdict:
             return "completed", to_json(outcome.value, what=f"the result of flow {flow}"), None
         except Exception as exc:
             return "failed", None, failure(exc, outcome.where)
+    if isinstance(error, WaitingForAnswer):
+        return "waiting", None, _waiting(error)
     if isinstance(error, DecisionError):
         return "suspended", None, _suspension(error)
     if isinstance(error, BudgetExceededError):
@@ -139,6 +144,19 @@ def _suspension(exc: DecisionError) -> RunErrorInfo:
         replies=json_safe(exc.replies),
         menu=exc.menu,
         prompt=exc.prompt,
+    )
+
+
+def _waiting(exc: WaitingForAnswer) -> RunErrorInfo:
+    # The questions quote the flow's prompt and the model's pick: stored escaped.
+    questions: list[dict[str, Any]] = json_safe(exc.questions)
+    first = questions[0]
+    return RunErrorInfo(
+        kind="waiting",
+        message=_readable(exc),
+        where=first.get("where"),
+        options=first.get("options"),
+        questions=questions,
     )
 
 

@@ -29,6 +29,7 @@ from engine._run._leases import unfinished_runs
 from engine._run._order import ResumeOrder
 from engine._run._pacing import check_run_id
 from engine._run._stopping import Stops
+from engine._runtime import Approval
 from engine.models import Model, model_from_string
 from engine.store import Run
 
@@ -125,6 +126,29 @@ class Runner:
                 f"run {run_id!r} is running under owner {run.owner!r}; wait for it to stop",
                 run_id=run_id,
             )
+        return await self._after(fn, await self._execute(fn, run, order))
+
+    async def answer(
+        self,
+        run_id: str,
+        *,
+        pick: Mapping[str, Any] | None = None,
+        approval: Approval | None = None,
+        where: str | None = None,
+        model: Model | str | None = None,
+        flow: Flow | None = None,
+    ) -> Run:
+        """Answer one of a waiting run's questions and go on (see :meth:`Engine.answer`)."""
+        run = await self.store.get_run(run_id)
+        if run is None:
+            raise RunNotFoundError(run_id)
+        fn = self.flows.find(run.flow, flow)
+        if isinstance(model, str):
+            model = model_from_string(model)
+        order = ResumeOrder.answering(
+            run, pick=pick, approval=approval, where=where, model=model
+        )
+        await self.executor.probe(fn, run, order)  # an invalid answer changes nothing
         return await self._after(fn, await self._execute(fn, run, order))
 
     async def recover(self, *, concurrency: int | None, flows: Iterable[Flow]) -> list[Run]:

@@ -4,25 +4,45 @@
 decision and step goes through the ambient :class:`Hooks` (the seam the run engine journals
 through); model calls with their transport retries are :mod:`._calls`'; a failed pick is asked
 again by :mod:`._repick`; a pick becomes the next step's result in :mod:`._resolve`.
-``@agentic_function`` and the branch helpers (:func:`gather`, :func:`map`) live here too.
+A person's pick or approval is asked in :mod:`._human`. ``@agentic_function`` and the
+branch helpers (:func:`gather`, :func:`map`) live here too.
 """
 
 from engine._runtime._agentic import agentic_function
 from engine._runtime._branches import gather, map
+from engine._runtime._calls import note_settings
+from engine._runtime._deadline import check_timeout
 from engine._runtime._hooks import Hooks, current_hooks
+from engine._runtime._human import (
+    MODEL,
+    Approval,
+    HumanAsk,
+    Question,
+    approval_rule,
+    check_on_deadline,
+    check_on_reject,
+)
 from engine._runtime._requests import build_request
 from engine._runtime._resolve import call_option, resolve
-from engine._runtime._runtime import Runtime, check_timeout
+from engine._runtime._runtime import Runtime
 
 __all__ = [
+    "MODEL",
+    "Approval",
     "Hooks",
+    "HumanAsk",
+    "Question",
     "Runtime",
     "agentic_function",
+    "approval_rule",
     "build_request",
     "call_option",
+    "check_on_deadline",
+    "check_on_reject",
     "check_timeout",
     "current_hooks",
     "gather",
     "map",
+    "note_settings",
     "resolve",
 ]

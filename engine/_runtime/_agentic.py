@@ -18,6 +18,7 @@ from tenacity import AsyncRetrying
 from engine._base import RUNTIME_PARAMS, Node, Trace, current_node, current_runtime
 from engine._decision import AGENTIC_ATTR
 from engine._retries import step_policy
+from engine._runtime._human import ApprovalRule, approval_rule
 
 if TYPE_CHECKING:
     from contextvars import Token
@@ -40,6 +41,7 @@ def agentic_function(
     name: str | None = None,
     description: str | None = None,
     retry: Retry = None,
+    approve: ApprovalRule = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -51,6 +53,7 @@ def agentic_function(
     name: str | None = None,
     description: str | None = None,
     retry: Retry = None,
+    approve: ApprovalRule = None,
 ) -> Any:
     """Mark a function as agentic: usable as an option or a flow, traced as a frame.
 
@@ -64,11 +67,16 @@ def agentic_function(
             policy of your own. Only declare it when running the function twice is safe
             (key its side effects with :func:`engine.idempotency_key`); by default a step
             that raises is never run again.
+        approve: Whether a model's pick of this function waits for a person's approval
+            before it runs: ``True`` always, or a predicate on the pick's arguments
+            (``lambda args: args["amount"] > 500``). The person approves the pick as is,
+            edits its arguments (validated again) or rejects it (docs/people.md).
     """
     policy = _step_policy(retry)
+    rule = approval_rule(approve)
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        return _wrap(func, dict(input or {}), name, description, policy)
+        return _wrap(func, dict(input or {}), name, description, policy, rule)
 
     return decorate(fn) if fn is not None else decorate
 
@@ -79,6 +87,7 @@ def _wrap(
     name: str | None,
     description: str | None,
     policy: AsyncRetrying | None = None,
+    approve: ApprovalRule = None,
 ) -> Callable[..., Any]:
     signature = inspect.signature(fn)
     _check_inputs(fn, signature, inputs)
@@ -119,7 +128,13 @@ def _wrap(
         # List-form options are named by __name__; __qualname__ stays, so the function is
         # still found by its import path.
         wrapper.__name__ = name
-    meta = {"input": inputs, "name": frame_name, "description": description, "retry": policy}
+    meta = {
+        "input": inputs,
+        "name": frame_name,
+        "description": description,
+        "retry": policy,
+        "approve": approve,
+    }
     setattr(wrapper, AGENTIC_ATTR, meta)
     return wrapper
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from engine._base import current_node, using_node
+from engine._base import Node, WaitingForAnswer, current_node, using_node
 
 __all__ = ["gather", "map"]
 
@@ -27,7 +27,10 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
     Each branch is an awaitable or a zero-argument async callable. When a branch raises, the
     others are cancelled and its exception propagates as is (never wrapped in an exception
     group), so a ``DecisionError`` still suspends the run. An error another branch raises
-    while it is being cancelled is not taken for the failure.
+    while it is being cancelled is not taken for the failure. A branch that waits for a
+    person (:class:`~engine.WaitingForAnswer`) does not stop the others: once they are done
+    (or waiting too), every waiting branch's question is raised together, each to be
+    answered on its own.
     """
     parent = current_node.get()
     group = parent.child("branch", "gather") if parent is not None else None
@@ -37,6 +40,7 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
     ]
     results: list[Any] = [None] * len(branches)
     failed: list[BaseException] = []  # the first failure only
+    waiting: list[dict[str, Any]] = []  # the questions of branches that wait for a person
 
     async def one(index: int, branch: Awaitable[T] | Callable[[], Awaitable[T]]) -> None:
         node = nodes[index]
@@ -47,15 +51,16 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
                 with using_node(node):
                     results[index] = await _await(branch)
                 node.close("ok")
+        except WaitingForAnswer as exc:
+            _close(node, "waiting")
+            waiting.extend(exc.questions)
         except Exception as exc:
-            if node is not None:
-                node.fail(exc)
+            _close(node, exc)
             if not tg.cancel_scope.cancel_called:  # else: raised by the cancel's cleanup
                 failed.append(exc)
                 tg.cancel_scope.cancel()
         except BaseException:  # cancelled: a sibling failed, or the run was stopped
-            if node is not None:
-                node.close("cancelled")
+            _close(node, "cancelled")
             raise
 
     try:
@@ -64,10 +69,11 @@ async def gather(*branches: Awaitable[T] | Callable[[], Awaitable[T]]) -> list[T
                 tg.start_soon(one, index, branch)
     finally:
         if group is not None:
-            cut = any(n is not None and n.status == "cancelled" for n in nodes)
-            group.close("error" if failed else "cancelled" if cut else "ok")
+            group.close(_group_status(nodes, failed, waiting))
     if failed:
         raise failed[0]
+    if waiting:
+        raise WaitingForAnswer(waiting)
     return results
 
 
@@ -90,6 +96,27 @@ async def map(
         return run
 
     return await gather(*(branch(item) for item in items))
+
+
+def _close(node: Node | None, how: str | Exception) -> None:
+    """Close a branch's node (if it has one) with a status, or as failed by an exception."""
+    if node is None:
+        return
+    if isinstance(how, Exception):
+        node.fail(how)
+    else:
+        node.close(how)
+
+
+def _group_status(
+    nodes: list[Node | None], failed: list[BaseException], waiting: list[dict[str, Any]]
+) -> str:
+    """How a gather's node closes: a branch failed, one was cut short, one waits, or ok."""
+    if failed:
+        return "error"
+    if any(n is not None and n.status == "cancelled" for n in nodes):
+        return "cancelled"
+    return "waiting" if waiting else "ok"
 
 
 async def _await(branch: Awaitable[T] | Callable[[], Awaitable[T]]) -> T:

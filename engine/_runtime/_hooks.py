@@ -12,9 +12,12 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from engine._base import WaitingForAnswer
+
 if TYPE_CHECKING:
     from engine._base import Node
     from engine._decision import Menu, Pick
+    from engine._runtime._human import Approval, HumanAsk, Question
     from engine.models import Model, Request, Response
 
 __all__ = ["Hooks", "current_hooks"]
@@ -38,6 +41,14 @@ class Hooks:
         cls.passes_model_call = cls.model_call is Hooks.model_call
         cls.passes_decision = cls.decision is Hooks.decision
         cls.passes_step = cls.step is Hooks.step
+
+    def live_model(self, model: Model) -> Model:
+        """Return the model that answers ``model``'s live calls (a resume may name another).
+
+        A decision asks this model how it constrains a pick, so the mode is always that of
+        the model that answers.
+        """
+        return model
 
     async def model_call(
         self,
@@ -64,6 +75,28 @@ class Hooks:
     ) -> Any:
         """Run one picked function option (``returns`` is its return annotation)."""
         return await run()
+
+    async def human(
+        self,
+        node: Node,
+        menu: Menu,
+        request: Request,
+        ask: HumanAsk,
+        asked: Question,
+        decide: Callable[[Request], Awaitable[Pick]],
+    ) -> Pick:
+        """Settle a human decision (``asked`` is its question; ``decide`` asks the model).
+
+        Outside a run no one can answer later: the question is raised to the caller.
+        """
+        raise WaitingForAnswer([asked])
+
+    async def approval(self, node: Node, menu: Menu, pick: Pick, asked: Question) -> Approval:
+        """Return a person's answer to the approval of ``pick`` (``asked`` is the question).
+
+        Outside a run no one can answer later: the question is raised to the caller.
+        """
+        raise WaitingForAnswer([asked])
 
 
 current_hooks: ContextVar[Hooks] = ContextVar("engine_hooks", default=Hooks())  # noqa: B039

@@ -10,12 +10,9 @@ same conversation (:mod:`._repick`), and the pick resolves into the result of th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
-
-import anyio
+from typing import TYPE_CHECKING, Any
 
 from engine._base import (
-    DeadlineExceeded,
     Node,
     NodeKind,
     Trace,
@@ -24,12 +21,15 @@ from engine._base import (
 from engine._decision import DECISION_FINISH_INSTRUCTION, Menu, Pick, build_menu
 from engine._retries import DecisionRetry, OnRetry
 from engine._runtime._calls import ModelCalls
+from engine._runtime._deadline import check_timeout, deadline
+from engine._runtime._enforcement import Enforce, check_runtime_enforce, enforcement
 from engine._runtime._hooks import current_hooks
+from engine._runtime._human import HumanAsk, approval_of, approved, question
 from engine._runtime._repick import Asker
-from engine._runtime._requests import Content, blocks_of, build_request, pick_schema
+from engine._runtime._requests import Content, blocks_of, build_request
 from engine._runtime._resolve import resolve
 from engine._runtime._tools import ToolLoop, Toolset, build_toolset, check_iterations
-from engine.models import Model, Request, TextBlock, model_from_string
+from engine.models import Model, ModelSettings, Request, TextBlock, model_from_string
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from engine._retries import DecisionPolicy
 
 __all__ = ["Runtime", "check_timeout"]
-
-Enforce = Literal["auto", "off", "on"]
 
 
 class Runtime:
@@ -55,14 +53,22 @@ class Runtime:
             :class:`~engine.Trace` by default, kept as :attr:`trace`).
         transport: The transport retry policy (layer 0), a tenacity ``AsyncRetrying``;
             :func:`engine.transport_policy` by default.
-        enforce: Whether decisions ask the provider to constrain the reply to the menu:
-            ``"auto"`` where the model says it can (its ``enforcement`` attribute),
-            ``"off"`` never (text parsing only), ``"on"`` always (a model that cannot is a
-            ``ValueError`` at the decision). Picks are parsed and validated the same way in
-            every mode.
+        enforce: Whether decisions ask the model to constrain the pick to the menu:
+            ``"auto"`` where the model that answers says it can (its ``enforcement``
+            attribute), ``"off"`` never (text parsing only), ``"on"`` always (a model that
+            cannot is a ``ValueError`` at the decision). The form is the answering model's
+            own (``OpenAIModel(enforce="json_schema" | "json_object" | "tool" | "auto")``),
+            so a resume on another model asks it in its mode; a turn with tools is enforced
+            only on its closing pick (a re-pick), so the model can call its tools first.
+            Picks are parsed and validated the same way in every mode.
         decision: The decision policy (layer 2): after a ``DecisionError``, ask the whole
             decision again from scratch, optionally down a chain of fallback models (see
             :func:`engine.decision_policy`); ``None``: a failed decision raises at once.
+        settings: :class:`~engine.models.ModelSettings` for every call (temperature,
+            max_tokens, ...), laid over the model's own; a call's ``settings=`` is laid
+            over these. Decisions are bounded to
+            :data:`~engine.models.DECISION_MAX_TOKENS` reply tokens unless a level sets
+            ``max_tokens``; text turns get the model's default.
     """
 
     def __init__(
@@ -74,15 +80,24 @@ class Runtime:
         transport: AsyncRetrying | None = None,
         enforce: Enforce = "auto",
         decision: DecisionPolicy | None = None,
+        settings: ModelSettings | None = None,
     ) -> None:
-        if enforce not in ("auto", "off", "on"):
-            raise ValueError(f"enforce must be 'auto', 'off' or 'on', got {enforce!r}")
+        _check_settings(settings)
+        check_runtime_enforce(enforce)
         self.model = model_from_string(model)
         self.system = system
         self.trace = trace if trace is not None else Trace()
         self.transport = transport
         self.enforce = enforce
         self.decision = decision
+        self.settings = settings
+
+    def call_settings(self, settings: ModelSettings | None) -> ModelSettings | None:
+        """Return this runtime's settings with a call's ``settings`` laid over them."""
+        if settings is None:
+            return self.settings
+        _check_settings(settings)
+        return settings if self.settings is None else self.settings.merge(settings)
 
     def __repr__(self) -> str:
         return f"Runtime(model={getattr(self.model, 'name', self.model)!r})"
@@ -113,6 +128,7 @@ class Runtime:
         context: Mapping[str, Any] | None = None,
         on_retry: OnRetry | None = None,
         name: str | None = None,
+        settings: ModelSettings | None = None,
     ) -> Any:
         """Run one model turn; with ``choices``, close it with a pick and resolve it.
 
@@ -120,7 +136,9 @@ class Runtime:
         validated and run (several of one reply concurrently), and results and errors go
         back to it until it answers without a tool call; ``max_iterations`` caps the model
         calls of the turn. A function that is also one of ``choices`` is offered only as
-        the option, never as a tool of the same turn.
+        the option, never as a tool of the same turn. ``settings``
+        (:class:`~engine.models.ModelSettings`) are laid over the runtime's for every call
+        of this turn.
 
         Returns:
             The reply text without ``choices``; the resolved decision with them.
@@ -141,19 +159,25 @@ class Runtime:
         if model is not None:
             model = model_from_string(model)
         blocks = blocks_of(content)
+        asked = self.call_settings(settings)
         menu = build_menu(choices) if choices is not None else None
         toolset = build_toolset(tools, menu) if tools else None
         specs = toolset.specs if toolset is not None else None
         if menu is None:
             request = build_request(
-                self.system, blocks, response_format=response_format, tools=specs
+                self.system, blocks, response_format=response_format, tools=specs, settings=asked
             )
             return await self._text_turn(
                 request, model, timeout_s, on_retry, toolset, max_iterations, context
             )
         blocks.append(TextBlock(text=f"{DECISION_FINISH_INSTRUCTION}\n\n{menu.text}"))
         request = build_request(
-            self.system, blocks, response_format=response_format, menu=menu, tools=specs
+            self.system,
+            blocks,
+            response_format=response_format,
+            menu=menu,
+            tools=specs,
+            settings=asked,
         )
         return await self.decide(
             request,
@@ -181,11 +205,16 @@ class Runtime:
         tools: Toolset | None = None,
         max_iterations: int = 20,
         name: str | None = None,
+        human: HumanAsk | None = None,
+        on_reject: str | None = None,
     ) -> Any:
         """Ask ``request`` as a decision over ``menu`` and resolve the pick.
 
         ``model`` (a model or a model string) overrides the runtime's model for this call;
-        ``name`` names the decision's trace node (``"decision"`` by default).
+        ``name`` names the decision's trace node (``"decision"`` by default). With ``human``
+        a person picks instead of the model (:mod:`._human`). A model's pick of an option
+        declared with ``approve=`` waits for a person's approval; a rejected pick is asked
+        again with the reason, or settles on the option ``on_reject`` names.
         """
         if max_retries != 1 or type(max_retries) is not int:  # True and 1.0 are not counts
             _check_retries(max_retries)
@@ -194,70 +223,71 @@ class Runtime:
         hooks = current_hooks.get()
         calls = ModelCalls(self.transport, hooks, on_retry)
         model = self.model if model is None else model_from_string(model)
-        # Most models cannot constrain a reply: then the pick is parsed from text.
-        can = self.enforce == "on" or getattr(model, "enforcement", None) is not None
-        mode = self._enforcement(model, request) if can else None
-        if mode is not None:
-            request = request.model_copy(update={"enforce": pick_schema(menu)})
-        data = {"options": menu.names, "enforcement": mode or "text"}
-        label = _decision_name(name)
-        parent = current_node.get()
-        if parent is not None:
-            node = parent.open_child("decision", label, data)
-        else:
-            node = self.trace.open("decision", label, parent=None, **data)
+        # How the pick is constrained is the answering model's (a resume's own): see
+        # ._enforcement. The node says it; each attempt records what was sent.
+        mode = enforcement(self.enforce, hooks.live_model(model), request)
+        data: dict[str, Any] = {"options": menu.names, "enforcement": mode or "text"}
+        if human is not None:
+            data = {"options": menu.names, "by": "human"}
+        node = self._open_decision(_decision_name(name), data)
         # This is the hot path of every decision: tokens instead of context managers, and
         # hooks that only pass through are skipped.
         token = current_node.set(node)
         try:
-            ask: Callable[[Request], Awaitable[Pick]]
-            if self.decision is None:
-                ask = Asker(self, calls, node, menu, model, max_retries)
+
+            def asker(at: Node, on: Model, retries: int) -> Asker:
+                ask = Asker(self, calls, at, menu, on, retries)
                 if tools is not None:
                     ask.use_tools(tools, max_iterations, context)
-            else:
+                return ask
 
-                def asker(at: Node, on: Model, retries: int) -> Asker:
-                    ask = Asker(self, calls, at, menu, on, retries)
-                    if tools is not None:
-                        ask.use_tools(tools, max_iterations, context)
-                    return ask
-
-                ask = DecisionRetry(self.decision, node, model, asker, max_retries, on_retry)
+            ask: Callable[[Request], Awaitable[Pick]] = (
+                asker(node, model, max_retries)
+                if self.decision is None
+                else DecisionRetry(self.decision, node, model, asker, max_retries, on_retry)
+            )
             try:
-                if timeout_s is None:
-                    if hooks.passes_decision:
-                        pick = await ask(request)
-                    else:
-                        pick = await hooks.decision(node, menu, request, ask)
+                if human is not None:
+                    asked = question(
+                        node, menu, "decision", human.prompt, deadline_s=human.deadline_s
+                    )
+                    pick = await hooks.human(node, menu, request, human, asked, ask)
+                elif timeout_s is None and hooks.passes_decision:
+                    pick = await ask(request)
                 else:
-                    with _deadline(timeout_s, "decision"):
+                    with deadline(timeout_s, "decision"):
                         pick = await hooks.decision(node, menu, request, ask)
+                answer = None if human else await approval_of(hooks, node, menu, pick, request)
             except BaseException as exc:
                 node.fail(exc)
                 raise
-            node.close("ok", pick=pick.option.name, args=pick.args)
+            if answer is None:
+                node.close("ok", pick=pick.option.name, args=pick.args)
+            else:
+                pick, again = approved(node, menu, pick, answer, request, on_reject)
+                if again is not None:  # rejected: the model is asked again, with the reason
+                    return await self.decide(
+                        again,
+                        menu,
+                        model=model,
+                        timeout_s=timeout_s,
+                        max_retries=max_retries,
+                        context=context,
+                        on_retry=on_retry,
+                        tools=tools,
+                        max_iterations=max_iterations,
+                        name=name,
+                        on_reject=on_reject,
+                    )
             return await resolve(pick, self, context, hooks, node, on_retry)
         finally:
             current_node.reset(token)
 
-    def _enforcement(self, model: Model, request: Request) -> str | None:
-        """Return how this decision's reply is constrained (``None``: parsed from text)."""
-        if self.enforce == "off" or request.response_format is not None:
-            return None
-        mode: str | None = getattr(model, "enforcement", None)
-        if mode is None:
-            if self.enforce == "on":
-                raise ValueError(
-                    f"enforce='on', but model {getattr(model, 'name', model)!r} cannot constrain "
-                    "its reply to a menu; use enforce='auto', or a model that can (an "
-                    "OpenAIModel with enforce=True for servers that honour json_schema)"
-                )
-            return None
-        if mode == "tool" and request.tools:
-            # A forced pick tool would keep the model from calling the turn's tools.
-            return None
-        return mode
+    def _open_decision(self, name: str, data: dict[str, Any]) -> Node:
+        parent = current_node.get()
+        if parent is not None:
+            return parent.open_child("decision", name, data)
+        return self.trace.open("decision", name, parent=None, **data)
 
     def open_node(self, kind: NodeKind, name: str, **data: Any) -> Node:
         """Open a trace node under the current node, or as a root of :attr:`trace`."""
@@ -279,7 +309,7 @@ class Runtime:
         calls = ModelCalls(self.transport, current_hooks.get(), on_retry)
         model = model or self.model
         node = self.open_node("model_call", "turn")
-        with _deadline(timeout_s, "exec"):
+        with deadline(timeout_s, "exec"):
             if tools is None:
                 response = await calls(node, model, request)
             else:
@@ -290,14 +320,6 @@ class Runtime:
                     node, request, lambda: self.open_node("model_call", "turn")
                 )
         return response.text
-
-
-def check_timeout(timeout_s: float) -> None:
-    """Refuse a ``timeout_s`` that is not a number of seconds > 0 (``None`` is no deadline)."""
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not timeout_s > 0:
-        raise ValueError(
-            f"timeout_s must be a number of seconds > 0, or None for no deadline, got {timeout_s!r}"
-        )
 
 
 def _decision_name(name: str | None) -> str:
@@ -311,33 +333,15 @@ def _decision_name(name: str | None) -> str:
     return name
 
 
+def _check_settings(settings: object) -> None:
+    if settings is not None and not isinstance(settings, ModelSettings):
+        raise TypeError(
+            f"settings must be an engine.models.ModelSettings or None, got {settings!r}"
+        )
+
+
 def _check_retries(max_retries: int) -> None:
     if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
         raise ValueError(
             f"max_retries must be an integer >= 0 (0 disables re-picks), got {max_retries!r}"
         )
-
-
-class _deadline:
-    """One ``timeout_s`` budget over a block; the expiry becomes :class:`DeadlineExceeded`."""
-
-    __slots__ = ("_scope", "timeout_s", "where")
-
-    def __init__(self, timeout_s: float | None, where: str) -> None:
-        self.timeout_s = timeout_s
-        self.where = where
-        self._scope: anyio.CancelScope | None = None
-
-    def __enter__(self) -> None:
-        if self.timeout_s is not None:
-            self._scope = anyio.move_on_after(self.timeout_s)
-            self._scope.__enter__()
-
-    def __exit__(self, *exc: object) -> bool:
-        if self._scope is None:
-            return False
-        swallowed = bool(self._scope.__exit__(*exc))  # type: ignore[arg-type]
-        if self._scope.cancelled_caught:
-            assert self.timeout_s is not None
-            raise DeadlineExceeded(self.timeout_s, where=self.where) from None
-        return swallowed

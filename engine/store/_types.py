@@ -23,7 +23,9 @@ __all__ = [
 ]
 
 # RunStatus, FINISHED and PRUNABLE are the run state machine's (engine._base), named here too.
-JournalKind = Literal["model", "pick", "step", "decision_failed", "retry"]
+#: ``ask`` keeps a question a person was asked (a human decision, an approval), ``approval``
+#: their answer to an approval; a person's pick is a ``pick`` whose actor is ``human``.
+JournalKind = Literal["model", "pick", "step", "decision_failed", "retry", "ask", "approval"]
 
 
 class TokenUsage(BaseModel):
@@ -186,11 +188,14 @@ class Store(Protocol):
         older_than_s: float | None = None,
         keep_last: int | None = None,
         statuses: Sequence[RunStatus] = PRUNABLE,
+        dry_run: bool = False,
     ) -> int:
         """Delete runs in ``statuses`` (with their journals and traces) and return how many.
 
-        A run is deleted when it finished more than ``older_than_s`` seconds ago, or when it
-        is not among the newest ``keep_last`` such runs; both rules apply when both are given.
+        A run is deleted when every rule given holds for it: it finished more than
+        ``older_than_s`` seconds ago, and it is not among the newest ``keep_last`` such runs
+        (so ``keep_last`` protects the newest whatever their age); with no rule, nothing is.
+        ``dry_run=True`` returns how many would be deleted and deletes nothing.
 
         Raises:
             ValueError: ``older_than_s`` is not a number >= 0, or ``keep_last`` not an integer
