@@ -25,6 +25,7 @@ from engine._decision import (
     Menu,
     Pick,
     RawPick,
+    describe_menu,
     validate,
 )
 from engine.models import Message, Request, TextBlock
@@ -255,7 +256,7 @@ def question(
         "kind": kind,
         "prompt": prompt,
         "options": list(menu.names),
-        "menu": _described(menu),
+        "menu": describe_menu(menu),
         "asked_at": asked_at,
         "deadline_at": asked_at + deadline_s if deadline_s is not None else None,
     }
@@ -263,6 +264,3 @@ def question(
         data["pick"] = {"call": pick.option.name, "args": json_safe(dict(pick.args))}
     return data
 
-
-def _described(menu: Menu) -> list[dict[str, Any]]:
-    return [{"name": o.name, "kind": o.kind, "description": o.description} for o in menu.options]
