@@ -41,6 +41,12 @@ quickstart: $(STAMP) ## The shortest example: a few tickets through one decision
 test: $(STAMP) ## Run the test suite
 	$(BIN)/python -m pytest -q
 
+# Two real OpenAI-compatible servers (llama-cpp-python's and llama.cpp's llama-server) with a
+# tiny random-weight model, built offline into REALSERVER_DIR (${TMPDIR:-/tmp}/realserver; the
+# first build takes minutes, later runs reuse it), started on free ports, stopped at the end.
+test-servers: $(STAMP) ## Run tests/realserver against llama-server and llama-cpp-python
+	tools/realserver/test_servers.sh $(ARGS)
+
 lint: $(STAMP) ## ruff check, ruff format --check and mypy --strict on engine/
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -56,4 +62,4 @@ bench: $(STAMP) ## Run the benchmarks (medians, side by side; several minutes)
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
-.PHONY: help install run quickstart test lint bench clean
+.PHONY: help install run quickstart test test-servers lint bench clean
