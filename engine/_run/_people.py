@@ -103,7 +103,11 @@ class PeopleHooks:
         # The person's time ran out: the flow's fallback settles the decision.
         node.data["deadline"] = True
         if ask.on_deadline == MODEL:
-            pick = await decide(request)
+            try:
+                pick = await decide(request)
+            except DecisionError as exc:  # suspended here: a resume's pick= settles it
+                exc.where = exc.where or key
+                raise
             await self._write_pick(key, fingerprint, menu, pick, "model", 1)
             return pick
         fallback = ask.on_deadline

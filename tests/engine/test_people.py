@@ -422,3 +422,20 @@ async def test_only_a_waiting_run_can_be_answered(shared: Store) -> None:
         await eng.answer("r18", approve=True)
     with pytest.raises(RunNotFoundError):
         await eng.answer("nope", approve=True)
+
+
+async def test_a_model_that_fails_after_the_deadline_suspends_the_run_where_a_pick_settles_it(
+    shared: Store,
+) -> None:
+    clock = Clock()
+    eng = Engine(ScriptedModel(["no idea", "still none"]), store=shared, clock=clock)
+    await eng.run(pf.timed_to_model, "T-19", run_id="r19")
+    clock.now += 61
+
+    suspended = await eng.resume("r19")
+    assert suspended.status == "suspended"
+    assert suspended.error is not None
+    assert suspended.error.where == "run/timed_to_model:0/decision:0"
+
+    done = await eng.resume("r19", pick={"call": "close_ticket"})
+    assert (done.status, done.result) == ("completed", "closed")
