@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 from rich.panel import Panel
@@ -19,6 +20,7 @@ from rich.tree import Tree
 
 from engine._observe import TraceLine, trace_lines, usd
 from engine.cli._common import DEFAULT_STORE, STATUS_STYLE, out, run_async
+from engine.cli._decide import decide_lines
 from engine.cli._run import StoreOpt
 from engine.cli._stores import find_run, open_store
 from engine.store import Run
@@ -46,6 +48,9 @@ def show(
             out.print_json(json.dumps(data, default=str))
             return
         out.print(run_panel(run))
+        decide = decide_lines(run, store, decision_names(trace))
+        if decide:
+            out.print(Text("\n".join(decide)), soft_wrap=True)
         if trace is None:
             out.print("[dim]no trace stored for this run yet[/]")
             return
@@ -94,8 +99,16 @@ def _error_rows(grid: Table, run: Run) -> None:
         grid.add_row("offered", Text(", ".join(error.options)))
     for i, reply in enumerate(error.replies or []):
         grid.add_row(f"reply {i + 1}", Text(_short(reply, 200)))
-    if run.status == "suspended" and error.options:
-        example = json.dumps({"call": error.options[0], "args": {}})
+    if run.status == "suspended" and error.menu:
+        grid.add_row(
+            "resume",
+            Text(
+                f"engine resume {run.run_id} (ask again), --model SPEC (another model), "
+                "or --pick (decide by hand, as below)"
+            ),
+        )
+    elif run.status == "suspended" and error.options:
+        example = json.dumps({"call": error.options[0]})
         grid.add_row(
             "resume",
             Text(
@@ -105,6 +118,16 @@ def _error_rows(grid: Table, run: Run) -> None:
         )
     elif run.status in ("failed", "cancelled"):
         grid.add_row("resume", Text(f"engine resume {run.run_id}"))
+
+
+def decision_names(trace: Mapping[str, Any] | None) -> dict[str, str]:
+    """Return the name of each decision of a stored trace, by its node key."""
+    nodes = trace.get("nodes") if trace is not None else None
+    return {
+        str(node.get("key")): str(node.get("name"))
+        for node in nodes or ()
+        if isinstance(node, Mapping) and node.get("kind") == "decision"
+    }
 
 
 def trace_tree(lines: list[TraceLine], run: Run) -> Tree:

@@ -442,6 +442,7 @@ async def test_run_round_trips_every_field(store: Store) -> None:
         transitions=7,
         model_calls=5,
         usage=TokenUsage(input_tokens=120, output_tokens=34),
+        cost_usd=0.012345678,
         resumes=2,
         owner="worker-1",
         lease_expires_at=1234.5,
