@@ -329,3 +329,15 @@ async def test_a_money_budget_ignores_calls_of_unknown_price(store: Store) -> No
 def test_a_money_budget_is_not_negative() -> None:
     with pytest.raises(ValueError, match="cost_usd"):
         RunBudget(cost_usd=-0.5)
+
+
+async def test_a_batch_reports_what_its_finished_runs_cost(store: Store) -> None:
+    seen: list[Any] = []
+    engine = Engine(model=Canned(price=ONE_TWO), store=store)
+
+    runs = await engine.run_many(two_routes, ["t1", "t2", "t3"], progress=seen.append)
+
+    assert [r.status for r in runs] == ["completed"] * 3
+    assert seen[-1].cost_usd == pytest.approx(sum(r.cost_usd or 0 for r in runs))
+    assert seen[-1].cost_usd == pytest.approx(3 * 2 * 0.00012)
+    assert seen[0].cost_usd is None  # nothing had finished yet
