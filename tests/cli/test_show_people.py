@@ -208,3 +208,81 @@ def test_show_prints_nothing_to_decide_for_other_runs(cli: Cli, status: str) -> 
     error = RunErrorInfo(kind="RuntimeError", message="boom") if status == "failed" else None
     store_run(cli, Run(run_id="o1", flow="f", status=status, input={"a": 1}, error=error))  # type: ignore[arg-type]
     assert people_part(cli, "o1") == []
+
+
+@agentic_function
+async def ask_person(ticket: str, runtime: Runtime | None = None) -> str:
+    picked: str = await decision.make(
+        f"Ticket {ticket}: classify it.", OPTIONS, by="human", name="classify"
+    )
+    return picked
+
+
+@agentic_function(approve=lambda args: args["amount"] > 500)
+async def big_refund(order_id: str, amount: float) -> str:
+    """Refund an order (over 500 needs a person's approval)."""
+    return f"refunded {amount:g}"
+
+
+@agentic_function
+async def refunds(ticket: str, runtime: Runtime | None = None) -> str:
+    picked: str = await decision.make(f"Ticket {ticket}: what now?", {"refund": big_refund})
+    return picked
+
+
+def stored_question(cli: Cli, run_id: str) -> dict[str, Any]:
+    async def read() -> Run | None:
+        store = SQLiteStore(path_of(cli))
+        try:
+            return await store.get_run(run_id)
+        finally:
+            await store.close()
+
+    run = anyio.run(read)
+    assert run is not None
+    assert run.status == "waiting"
+    assert run.error is not None
+    assert run.error.questions is not None
+    question: dict[str, Any] = run.error.questions[0]
+    return question
+
+
+def test_show_a_human_step_and_answer_with_the_pick_it_prints(cli: Cli) -> None:
+    engine = Engine(model=ScriptedModel([]), store=SQLiteStore(path_of(cli)))
+    anyio.run(lambda: engine.run(ask_person, "T-1", run_id="h1"))
+    asked = stored_question(cli, "h1")["asked_at"]
+    pick = '{"call": "classify", "args": {"severity": "low", "count": 1}}'
+    assert people_part(cli, "h1") == [
+        'input     {"args": ["T-1"], "kwargs": {}}',
+        f"question  decision classify at run/ask_person:0/decision:0 (asked {when(asked)})",
+        "asked     Ticket T-1: classify it.",
+        *OPTION_LINES,
+        f"answer    engine answer h1 --pick '{pick}' --store {cli.store}",
+    ]
+    other = Engine(model=ScriptedModel([]), store=SQLiteStore(path_of(cli)))
+    done = anyio.run(lambda: other.answer("h1", pick=json.loads(pick), flow=ask_person))
+    assert (done.status, done.result) == ("completed", "low")
+
+
+def test_show_an_approval_and_approve_it(cli: Cli) -> None:
+    reply = '{"call": "refund", "args": {"order_id": "A1", "amount": 900}}'
+    engine = Engine(model=ScriptedModel([reply]), store=SQLiteStore(path_of(cli)))
+    anyio.run(lambda: engine.run(refunds, "T-2", run_id="a1"))
+    asked = stored_question(cli, "a1")["asked_at"]
+    store = f"--store {cli.store}"
+    edit = '{"order_id": "A1", "amount": 900.0}'
+    assert people_part(cli, "a1") == [
+        'input     {"args": ["T-2"], "kwargs": {}}',
+        f"question  approval of the model's pick at run/refunds:0/decision:0 (asked {when(asked)})",
+        "asked     Ticket T-2: what now?",
+        'picked    {"call": "refund", "args": {"order_id": "A1", "amount": 900.0}}',
+        "options   refund: Refund an order (over 500 needs a person's approval).",
+        "            order_id: str, required",
+        "            amount: float, required",
+        f"answer    engine answer a1 --approve {store}",
+        f"          engine answer a1 --edit '{edit}' {store}",
+        f"          engine answer a1 --reject REASON {store}",
+    ]
+    other = Engine(model=ScriptedModel([]), store=SQLiteStore(path_of(cli)))
+    done = anyio.run(lambda: other.answer("a1", approve=True, flow=refunds))
+    assert (done.status, done.result) == ("completed", "refunded 900")
