@@ -72,15 +72,25 @@ class StoredRuns:
         return ledger_of(await self.store.load_journal(run_id))
 
     async def prune(
-        self, *, older_than_s: float | None = None, keep_last: int | None = None
+        self,
+        *,
+        older_than_s: float | None = None,
+        keep_last: int | None = None,
+        dry_run: bool = False,
     ) -> int:
-        """Delete finished runs by age or beyond the newest ``keep_last``; return how many.
+        """Delete finished runs older than ``older_than_s`` and beyond the newest ``keep_last``.
+
+        Return how many were deleted (with ``dry_run=True``, how many would be; nothing is).
+        A run goes when every rule given holds: the newest ``keep_last`` stay whatever their
+        age. Runs that wait for a person, or a decision (suspended), are never pruned.
 
         Raises:
             ValueError: ``older_than_s`` or ``keep_last`` is negative (or not a number); the
                 store is left as it was.
         """
-        return await self.store.prune(older_than_s=older_than_s, keep_last=keep_last)
+        return await self.store.prune(
+            older_than_s=older_than_s, keep_last=keep_last, dry_run=dry_run
+        )
 
     async def submit(
         self,

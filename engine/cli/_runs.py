@@ -1,4 +1,11 @@
-"""``engine runs`` lists stored runs; ``engine prune`` deletes finished ones."""
+"""``engine runs`` lists stored runs; ``engine prune`` deletes finished ones, or says which.
+
+A run goes when every rule given holds for it: it finished longer ago than ``--older-than``,
+and it is not among the newest ``--keep-last`` finished runs, so ``--keep-last`` protects the
+newest whatever their age. Only finished runs (completed, failed, cancelled) are pruned:
+suspended runs wait for a decision, waiting runs for a person, and unfinished runs for their
+process. ``--dry-run`` lists what would go and deletes nothing (the store is only read).
+"""
 
 from __future__ import annotations
 
@@ -18,7 +25,7 @@ from engine.cli._inputs import flow_name
 from engine.cli._run import StoreOpt
 from engine.cli._show import status_text
 from engine.cli._stores import open_store
-from engine.store import RunStatus
+from engine.store import PRUNABLE, Run, RunStatus, Store, prune_victims
 
 __all__ = ["parse_age", "prune", "runs"]
 
@@ -75,37 +82,68 @@ def runs(
 
 
 _NUMERIC = frozenset({"steps", "calls", "tokens", "cost", "age"})
+#: The most runs a dry run of ``prune`` lists one by one; it counts the rest.
+DRY_RUN_SHOWN = 50
 
 
 def prune(
     older_than: Annotated[
         str | None,
-        typer.Option(help="Delete finished runs older than this: 3600, 90m, 12h, 7d, 2w."),
+        typer.Option(
+            help="Delete finished runs that finished longer ago than this: 3600, 90m, 12h, 7d, 2w."
+        ),
     ] = None,
     keep_last: Annotated[
         int | None,
         typer.Option(
             min=0,
-            help="Delete finished runs beyond the newest N (with --older-than, a run goes "
-            "when either holds).",
+            help="Keep the newest N finished runs whatever their age (with --older-than, only "
+            "the old runs beyond them go).",
         ),
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be deleted; delete nothing.")
+    ] = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Delete finished runs (completed, failed, cancelled) with their journals and traces.
 
-    Suspended runs are kept: they wait for a decision.
+    A run goes when every rule given holds: with both, the runs older than --older-than
+    beyond the newest --keep-last. Suspended runs (they wait for a decision), waiting runs
+    (they wait for a person) and unfinished runs are kept.
     """
     if older_than is None and keep_last is None:
         abort("say what to prune: --older-than AGE, --keep-last N, or both")
     seconds = parse_age(older_than) if older_than is not None else None
 
     async def body() -> None:
-        async with open_store(store) as opened:
+        async with open_store(store, read_only=dry_run) as opened:
+            if dry_run:
+                _show_doomed(await _doomed(opened, seconds, keep_last))
+                return
             deleted = await opened.prune(older_than_s=seconds, keep_last=keep_last)
         out.print(f"deleted {deleted} finished run(s)")
 
     run_async(body)
+
+
+async def _doomed(store: Store, older_than_s: float | None, keep_last: int | None) -> list[Run]:
+    """Return the runs ``store.prune`` would delete, newest first (the stores' one rule)."""
+    finished = [run for status in PRUNABLE for run in await store.list_runs(status=status)]
+    ids = prune_victims(finished, older_than_s=older_than_s, keep_last=keep_last)
+    by_id = {run.run_id: run for run in finished}
+    return [by_id[run_id] for run_id in ids]
+
+
+def _show_doomed(doomed: list[Run]) -> None:
+    out.print(f"would delete {len(doomed)} finished run(s); a dry run deletes nothing")
+    now = time.time()
+    for run in doomed[:DRY_RUN_SHOWN]:
+        ago = _age(now - (run.finished_at or run.updated_at))
+        line = f"  {run.run_id}  {run.flow.rpartition(':')[2]}  {run.status}  finished {ago} ago"
+        out.print(Text(line), soft_wrap=True)  # from the store: text, never markup
+    if len(doomed) > DRY_RUN_SHOWN:
+        out.print(f"  … and {len(doomed) - DRY_RUN_SHOWN} more")
 
 
 def parse_age(text: str) -> float:

@@ -1,5 +1,6 @@
 """Stores for runs, journals and traces: one protocol, several backends."""
 
+from engine.store._checks import prune_victims
 from engine.store._memory import MemoryStore
 from engine.store._postgres import PostgresStore
 from engine.store._sqlite import Durability, SQLiteStore
@@ -29,4 +30,5 @@ __all__ = [
     "SQLiteStore",
     "Store",
     "TokenUsage",
+    "prune_victims",
 ]

@@ -158,16 +158,31 @@ def check_prune(older_than_s: float | None, keep_last: int | None) -> None:
 
 
 def prune_victims(
-    newest_first: Sequence[Run], *, older_than_s: float | None, keep_last: int | None
+    runs: Sequence[Run],
+    *,
+    older_than_s: float | None,
+    keep_last: int | None,
+    now: float | None = None,
 ) -> list[str]:
-    """Return the ids ``prune`` deletes from finished runs sorted newest first."""
-    now = time.time()
+    """Return the ids of ``runs`` that ``prune`` deletes, newest first (the stores' one rule).
+
+    ``runs`` are the runs in the statuses being pruned, in any order; the newest is the one
+    that finished last (``finished_at``, else ``updated_at``; ties by id). A run goes when
+    every rule given holds for it: it finished more than ``older_than_s`` seconds ago, and
+    it is not among the newest ``keep_last``. So ``keep_last`` protects the newest whatever
+    their age, and ``older_than_s`` protects the recent ones beyond them; with no rule,
+    nothing goes.
+    """
+    if older_than_s is None and keep_last is None:
+        return []
+    clock = time.time() if now is None else now
+    newest_first = sorted(runs, key=lambda r: (r.finished_at or r.updated_at, r.run_id))[::-1]
     doomed: list[str] = []
     for index, run in enumerate(newest_first):
         finished = run.finished_at or run.updated_at
-        too_old = older_than_s is not None and now - finished > older_than_s
-        beyond = keep_last is not None and index >= keep_last
-        if too_old or beyond:
+        too_old = older_than_s is None or clock - finished > older_than_s
+        beyond = keep_last is None or index >= keep_last
+        if too_old and beyond:
             doomed.append(run.run_id)
     return doomed
 

@@ -154,17 +154,14 @@ class MemoryStore:
         older_than_s: float | None = None,
         keep_last: int | None = None,
         statuses: Sequence[RunStatus] = PRUNABLE,
+        dry_run: bool = False,
     ) -> int:
         """Delete old finished runs; see :meth:`engine.store.Store.prune`."""
         check_prune(older_than_s, keep_last)
         self._check_open()
-        done = sorted(
-            (r for r in self._runs.values() if r.status in statuses),
-            key=lambda r: (r.finished_at or r.updated_at, r.run_id),
-            reverse=True,
-        )
+        done = [r for r in self._runs.values() if r.status in statuses]
         doomed = prune_victims(done, older_than_s=older_than_s, keep_last=keep_last)
-        return await self.delete_runs(doomed)
+        return len(doomed) if dry_run else await self.delete_runs(doomed)
 
     async def close(self) -> None:
         """Drop everything kept; every later call raises. Idempotent."""

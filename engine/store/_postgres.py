@@ -180,12 +180,14 @@ class PostgresStore(BatchedStore[io.Op]):
         older_than_s: float | None = None,
         keep_last: int | None = None,
         statuses: Sequence[RunStatus] = PRUNABLE,
+        dry_run: bool = False,
     ) -> int:
         """Delete old finished runs, in one statement; see :meth:`engine.store.Store.prune`."""
         check_prune(older_than_s, keep_last)
         if older_than_s is None and keep_last is None:
             return 0
-        ((count,),) = await self._write(sql.prune(statuses, older_than_s, keep_last))
+        statement = sql.prune(statuses, older_than_s, keep_last, dry_run=dry_run)
+        ((count,),) = await (self._read(statement) if dry_run else self._write(statement))
         return int(count)
 
     # -- for the distribution layer ------------------------------------------------------------

@@ -227,16 +227,26 @@ def delete_runs(run_ids: Sequence[str]) -> Statement:
     return sql, {"ids": list(run_ids)}
 
 
-def prune(statuses: Sequence[str], older_than_s: float | None, keep_last: int | None) -> Statement:
-    """Delete runs in ``statuses`` finished too long ago or beyond the newest ``keep_last``."""
+def prune(
+    statuses: Sequence[str],
+    older_than_s: float | None,
+    keep_last: int | None,
+    *,
+    dry_run: bool = False,
+) -> Statement:
+    """Delete (or with ``dry_run`` count) what ``prune`` picks among runs in ``statuses``.
+
+    The stores' one rule (``prune_victims``): a run goes when every rule given holds, so
+    the newest ``keep_last`` stay whatever their age.
+    """
     sql = (
         "WITH done AS (SELECT run_id, COALESCE(finished_at, updated_at) AS finished, "
         "row_number() OVER (ORDER BY COALESCE(finished_at, updated_at) DESC, run_id DESC) - 1 "
         "AS newer FROM engine_runs WHERE status = ANY(%(statuses)s::text[])), "
         "doomed AS (SELECT run_id FROM done "
-        "WHERE (%(older)s::float8 IS NOT NULL AND %(now)s - finished > %(older)s) "
-        "OR (%(keep)s::int8 IS NOT NULL AND newer >= %(keep)s))" + _DELETE_DOOMED
-    )
+        "WHERE (%(older)s::float8 IS NULL OR %(now)s - finished > %(older)s) "
+        "AND (%(keep)s::int8 IS NULL OR newer >= %(keep)s))"
+    ) + (" SELECT count(*) FROM doomed" if dry_run else _DELETE_DOOMED)
     return sql, {
         "statuses": list(statuses),
         "older": older_than_s,

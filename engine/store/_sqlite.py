@@ -209,11 +209,16 @@ class SQLiteStore(BatchedStore[commits.Op]):
         older_than_s: float | None = None,
         keep_last: int | None = None,
         statuses: Sequence[RunStatus] = PRUNABLE,
+        dry_run: bool = False,
     ) -> int:
         """Delete old finished runs, in one transaction; see :meth:`engine.store.Store.prune`."""
         check_prune(older_than_s, keep_last)
+        kept = tuple(statuses)
+        if dry_run:  # a read: a read-only store answers it too
+            doomed = partial(sql.prune_doomed, kept, older_than_s=older_than_s, keep_last=keep_last)
+            return len(await self._read(doomed))
         return await self._write(
-            partial(sql.prune, tuple(statuses), older_than_s=older_than_s, keep_last=keep_last)
+            partial(sql.prune, kept, older_than_s=older_than_s, keep_last=keep_last)
         )
 
     # -- group commit --------------------------------------------------------------------------

@@ -33,6 +33,7 @@ __all__ = [
     "insert_run",
     "journal_row",
     "prune",
+    "prune_doomed",
     "rollback",
     "run_row",
     "select_journal",
@@ -244,6 +245,28 @@ def delete_runs(run_ids: list[str], conn: sqlite3.Connection) -> int:
     return conn.executemany("DELETE FROM runs WHERE run_id = ?", ids).rowcount
 
 
+def prune_doomed(
+    statuses: tuple[str, ...],
+    conn: sqlite3.Connection,
+    *,
+    older_than_s: float | None,
+    keep_last: int | None,
+) -> list[str]:
+    """Return the ids ``prune`` deletes among runs in ``statuses`` (the stores' one rule)."""
+    marks = ", ".join("?" * len(statuses))
+    found = _rows(
+        conn,
+        f"SELECT run_id, flow, finished_at, updated_at FROM runs WHERE status IN ({marks})",
+        statuses,
+    )
+    # Skinny runs, unvalidated: prune_victims reads only ids and timestamps.
+    runs = [
+        Run.model_construct(run_id=run_id, flow=flow, finished_at=finished, updated_at=updated)
+        for run_id, flow, finished, updated in found
+    ]
+    return prune_victims(runs, older_than_s=older_than_s, keep_last=keep_last)
+
+
 def prune(
     statuses: tuple[str, ...],
     conn: sqlite3.Connection,
@@ -251,20 +274,8 @@ def prune(
     older_than_s: float | None,
     keep_last: int | None,
 ) -> int:
-    """Delete what ``prune_victims`` picks among runs in ``statuses``; return how many."""
-    marks = ", ".join("?" * len(statuses))
-    found = _rows(
-        conn,
-        f"SELECT run_id, flow, finished_at, updated_at FROM runs WHERE status IN ({marks}) "
-        "ORDER BY COALESCE(finished_at, updated_at) DESC, run_id DESC",
-        statuses,
-    )
-    # Skinny runs, unvalidated: prune_victims reads only ids and timestamps.
-    newest_first = [
-        Run.model_construct(run_id=run_id, flow=flow, finished_at=finished, updated_at=updated)
-        for run_id, flow, finished, updated in found
-    ]
-    doomed = prune_victims(newest_first, older_than_s=older_than_s, keep_last=keep_last)
+    """Delete what ``prune_doomed`` picks among runs in ``statuses``; return how many."""
+    doomed = prune_doomed(statuses, conn, older_than_s=older_than_s, keep_last=keep_last)
     return delete_runs(doomed, conn)
 
 

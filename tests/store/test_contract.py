@@ -6,7 +6,6 @@ A new backend is one more entry there. The PostgreSQL factory takes a fresh sche
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -329,7 +328,7 @@ async def test_load_trace_of_a_run_without_one_is_none(store: Store) -> None:
     assert await store.load_trace("nope") is None
 
 
-# -- delete and prune --------------------------------------------------------------------------
+# -- delete (prune: test_contract_prune.py) ----------------------------------------------------
 
 
 async def test_delete_runs_removes_runs_journals_and_traces(store: Store) -> None:
@@ -346,79 +345,6 @@ async def test_delete_runs_removes_runs_journals_and_traces(store: Store) -> Non
     assert await keys(store, "r2") == ["a"]
     assert await store.load_trace("r2") == {"nodes": []}
     assert await store.delete_runs([]) == 0
-
-
-async def finished_runs(store: Store, ages: dict[str, tuple[str, float]]) -> None:
-    """Create runs ``{run_id: (status, seconds since it finished)}``, with a journal each."""
-    now = time.time()
-    for run_id, (status, age) in ages.items():
-        await store.create_run(
-            new_run(run_id, status=status, finished_at=now - age, updated_at=now - age)
-        )
-        await store.append(run_id, [record("a")])
-        await store.save_trace(run_id, {"nodes": []})
-
-
-async def remaining(store: Store) -> set[str]:
-    return {r.run_id for r in await store.list_runs()}
-
-
-async def test_prune_by_age_deletes_old_finished_runs_with_their_journals(store: Store) -> None:
-    await finished_runs(
-        store,
-        {
-            "old": ("completed", 3600),
-            "new": ("completed", 1),
-            "old-failed": ("failed", 7200),
-            "old-cancelled": ("cancelled", 7200),
-        },
-    )
-    assert await store.prune(older_than_s=60) == 3
-    assert await remaining(store) == {"new"}
-    assert await store.load_journal("old") == []
-    assert await store.load_trace("old") is None
-
-
-async def test_prune_keep_last_keeps_the_newest_finished_runs(store: Store) -> None:
-    await finished_runs(store, {f"r{n}": ("completed", float(n * 10)) for n in range(5)})
-    assert await store.prune(keep_last=2) == 3
-    assert await remaining(store) == {"r0", "r1"}
-
-
-async def test_prune_applies_both_rules_when_both_are_given(store: Store) -> None:
-    await finished_runs(
-        store, {"a": ("completed", 1), "b": ("completed", 2), "c": ("completed", 3600)}
-    )
-    assert await store.prune(older_than_s=60, keep_last=1) == 2
-    assert await remaining(store) == {"a"}
-
-
-async def test_prune_by_default_spares_suspended_and_unfinished_runs(store: Store) -> None:
-    await finished_runs(
-        store,
-        {
-            "s": ("suspended", 9999),
-            "q": ("queued", 9999),
-            "r": ("running", 9999),
-            "c": ("completed", 9999),
-        },
-    )
-    assert await store.prune(older_than_s=0, keep_last=0) == 1
-    assert await remaining(store) == {"s", "q", "r"}
-
-
-async def test_prune_deletes_only_the_statuses_given(store: Store) -> None:
-    await finished_runs(
-        store, {"s": ("suspended", 9999), "f": ("failed", 9999), "c": ("completed", 9999)}
-    )
-    assert await store.prune(older_than_s=60, statuses=["suspended", "failed"]) == 2
-    assert await remaining(store) == {"c"}
-
-
-async def test_prune_without_a_rule_deletes_nothing(store: Store) -> None:
-    await finished_runs(store, {"c": ("completed", 9999)})
-    assert await store.prune() == 0
-    assert await remaining(store) == {"c"}
 
 
 # -- the Run model -----------------------------------------------------------------------------
