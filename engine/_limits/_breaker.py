@@ -8,6 +8,13 @@ new calls either wait for the circuit to close (``on_open="wait"``, at most
 ``max_wait_s``) or fail at once with :class:`~engine.CircuitOpenError`
 (``on_open="suspend"``), which parks their runs as suspended with the reason
 ``provider_unavailable``, to be resumed later by hand or by a run policy.
+
+A provider that has never answered in this process is not waited for: when a call finds
+nothing listening there (:class:`~engine.ProviderUnreachableError`, which names the URL), its
+circuit opens at once and every call to it, waiting or new, fails at once with that message,
+its run parked as suspended, instead of holding a batch behind transport retries and the
+breaker's waits. After ``reset_s`` one call probes it again. Once a provider has answered,
+its failures follow the rules above.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from engine._limits._limiter import nap
 __all__ = ["Circuit", "CircuitBreaker"]
 
 CircuitState = Literal["closed", "open", "half_open"]
+#: The providers that have answered a call in this process (every breaker's circuits).
+_ANSWERED: set[str] = set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +68,7 @@ class Circuit:
         "_changed",
         "_probing",
         "clock",
+        "down",
         "failures",
         "opened_at",
         "opens",
@@ -86,6 +96,13 @@ class Circuit:
         self.opens = 0
         self._probing = False
         self._changed = anyio.Event()
+        #: Why the provider is taken for down: it never answered, and nothing listens there.
+        self.down: str | None = None
+
+    @property
+    def answered(self) -> bool:
+        """Whether the provider has answered a call in this process."""
+        return self.provider in _ANSWERED
 
     async def enter(self) -> bool:
         """Wait until a call may go to the provider; return whether it is the probe.
@@ -104,14 +121,16 @@ class Circuit:
                 self.state, self._probing = "half_open", True
                 return True
             retry_in = max(0.0, reopens - now) if not self._probing else self.settings.reset_s
-            if self.settings.on_open == "suspend" or now >= give_up:
-                raise CircuitOpenError(self.provider, retry_in_s=retry_in)
+            if self.down is not None or self.settings.on_open == "suspend" or now >= give_up:
+                raise CircuitOpenError(self.provider, retry_in_s=retry_in, reason=self.down)
             # Woken early when the circuit changes (the probe closed or reopened it).
             await nap(self.sleep, max(0.0, min(retry_in, give_up - now)), self._changed)
 
     def success(self, probe: bool) -> None:
         """The provider answered: the circuit closes (or stays closed)."""
         self.failures = 0
+        self.down = None
+        _ANSWERED.add(self.provider)
         if probe:
             self._probing = False
         if self.state != "closed":
@@ -128,6 +147,19 @@ class Circuit:
             or (self.state == "closed" and self.failures >= self.settings.failures)
         ):
             self._open()
+
+    def unreachable(self, probe: bool, reason: str) -> CircuitOpenError:
+        """Nothing listens where a provider that never answered lives: open now, and say why.
+
+        Returns:
+            The error the failed call raises instead of its own, so no transport retry
+            waits on it; every other call to the provider fails with it too until a probe
+            after ``reset_s`` gets an answer.
+        """
+        self.failures += 1
+        self.down = reason
+        self._open()
+        return CircuitOpenError(self.provider, retry_in_s=self.settings.reset_s, reason=reason)
 
     def abandon(self, probe: bool) -> None:
         """The call ended without telling anything about the provider (cancelled, rejected)."""

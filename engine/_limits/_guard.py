@@ -15,7 +15,14 @@ from typing import Any
 
 import anyio
 
-from engine._base import Clock, ModelError, RateLimitError, RetryableModelError, Sleep
+from engine._base import (
+    Clock,
+    ModelError,
+    ProviderUnreachableError,
+    RateLimitError,
+    RetryableModelError,
+    Sleep,
+)
 from engine._limits._breaker import Circuit, CircuitBreaker
 from engine._limits._limiter import ModelLimiter, ModelLimits
 from engine.models import Model, Request, Response
@@ -136,6 +143,13 @@ class GuardedModel:
             raise
         try:
             response = await self.model.complete(request)
+        except ProviderUnreachableError as exc:
+            if circuit is None or circuit.answered:
+                self._failed(exc, probe)
+                raise
+            # Never answered, and nothing listens there: no retry or wait can help the runs
+            # that need it now (docs/retries.md, the breaker).
+            raise circuit.unreachable(probe, str(exc)) from exc
         except BaseException as exc:
             self._failed(exc, probe)
             raise

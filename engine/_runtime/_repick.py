@@ -16,7 +16,8 @@ from engine._base import REPLY_HEAD, DecisionError, Node
 from engine._decision import Failure, Menu, Pick, find_pick, repick_text, validate
 from engine._retries import RetryEvent, note_retry
 from engine._runtime._calls import ModelCalls
-from engine._runtime._requests import message
+from engine._runtime._enforcement import enforcement, sent_mode
+from engine._runtime._requests import message, pick_schema
 from engine._runtime._tools import ToolLoop, Toolset
 from engine.models import Message, Model, Request, Response
 
@@ -67,17 +68,27 @@ class Asker:
         data["failures"] = failures
         data["replies"] = heads
         messages: list[Message] | None = None
+        # Asked of the model that answers (a resume's own), in its own mode (._enforcement).
+        live = self.calls.hooks.live_model(self.model)
+        mode = enforcement(getattr(self.runtime, "enforce", "auto"), live, request)
+        schema = pick_schema(self.menu) if mode is not None else None
         attempt = 0
         while True:
             if attempt:  # a re-pick is the parse layer's retry (layer 1)
                 mnode = node.child("repick", "repick", attempt=attempt, layer="parse")
             else:
                 mnode = node.open_child("model_call", "model_call", {"attempt": 0})
+            # A turn with tools is enforced on its closing pick only: its first ask leaves
+            # the model free to call its tools.
+            asked = request
+            if schema is not None and (attempt or self.loop is None):
+                asked = request.model_copy(update={"enforce": schema})
             if self.loop is None:
-                response = await self.calls(mnode, self.model, request)
+                response = await self.calls(mnode, self.model, asked)
             else:
                 # The turn's tool calls become part of the conversation a re-pick continues.
-                response, messages = await self.loop.run(mnode, request, self._loop_node)
+                response, messages = await self.loop.run(mnode, asked, self._loop_node)
+            data["enforcement"] = sent_mode(response, mode if asked is not request else None)
             text = response.text
             replies.append(text)
             heads.append(text[:REPLY_HEAD])

@@ -80,10 +80,14 @@ class AnthropicModel(SDKModel):
             ModelError: The call failed (translated from the SDK's exception).
         """
         client = self._connect()
+        url = str(client.base_url).rstrip("/")
         message, latency = await self._send(
-            client.messages.create, self._params(request), _translate
+            client.messages.create, self._params(request), lambda exc: _translate(exc, url)
         )
-        return _response(message, request.enforce, latency)
+        response = _response(message, request.enforce, latency)
+        if request.enforce is not None:
+            response.enforcement = "tool"
+        return response
 
     def _open(self) -> Any:
         try:
@@ -217,8 +221,8 @@ def _response(message: Any, enforce: PickSchema | None, latency: float) -> Respo
     )
 
 
-def _translate(exc: Exception) -> ModelError | None:
+def _translate(exc: Exception, url: str) -> ModelError | None:
     """Return our error for an ``anthropic`` SDK exception, ``None`` for anything else."""
     import anthropic
 
-    return translate_sdk_error(exc, anthropic, anthropic.AnthropicError, _PROVIDER)
+    return translate_sdk_error(exc, anthropic, anthropic.AnthropicError, _PROVIDER, url=url)

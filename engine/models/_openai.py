@@ -10,10 +10,20 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from engine._base import ModelError
+from engine._base import BadRequestError, ModelError, log
 from engine._base import ProviderUnavailableError as _Unavailable
+from engine.models._enforcement import (
+    Enforce,
+    EnforceMode,
+    apply_mode,
+    check_enforce,
+    modes_to_try,
+    remember_mode,
+    remembered_mode,
+    take_pick,
+)
 from engine.models._price import Price, check_price
 from engine.models._sdk import SDKModel, key_or_none, missing_key
 from engine.models._types import (
@@ -26,7 +36,7 @@ from engine.models._types import (
     ToolCall,
     Usage,
 )
-from engine.models._wire import text_of, translate_sdk_error, unwrap_pick
+from engine.models._wire import text_of, translate_sdk_error
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -36,6 +46,7 @@ __all__ = ["OpenAIModel"]
 _PROVIDER = "openai"
 # Local servers take any key, but the SDK insists on one.
 _LOCAL_KEY = "not-needed"
+_OPENAI_URL = "https://api.openai.com/v1"
 
 
 class OpenAIModel(SDKModel):
@@ -50,10 +61,18 @@ class OpenAIModel(SDKModel):
             server at another ``base_url`` that needs no key gets a placeholder.
         client: A ready ``openai.AsyncOpenAI`` to use instead (its own retries are turned
             off: the engine's transport layer retries).
-        enforce: Whether the server honours ``response_format`` ``json_schema``, so picks
-            can be constrained to the menu. ``None`` (the default) means yes for OpenAI's
-            own API and unknown, so no, for other servers; vLLM, recent Ollama and
-            llama.cpp servers take ``True``.
+        enforce: How a decision's pick is constrained to the menu on this server (see
+            docs/decisions.md, "Enforced picks"): ``"json_schema"`` (``response_format``
+            ``json_schema``: OpenAI, vLLM, llama.cpp's llama-server, recent Ollama),
+            ``"json_object"`` (``{"type": "json_object", "schema": ...}``:
+            llama-cpp-python's server), ``"tool"`` (a forced named tool call), ``"text"``
+            (none: the reply is parsed), or ``"auto"``: try those in that order, move on
+            at the server's first refusal of a mode (a 4xx, or a 5xx that is a
+            request-validation error; never retried as a transport failure) and remember
+            for the process, per base URL and model name, the mode it answered. ``True``
+            is ``"json_schema"`` and ``False`` is ``"text"``, as before; ``None`` (the
+            default) is ``"json_schema"`` on OpenAI's own API and ``"text"`` elsewhere.
+            Anything else is a ``ValueError`` here.
         timeout: Seconds the SDK waits for one HTTP response.
         price: What the model's calls cost (:class:`~engine.Price`, dollars per million
             tokens); ``None`` (the default): the maintained price table's, where it knows the model.
@@ -71,12 +90,12 @@ class OpenAIModel(SDKModel):
         base_url: str | None = None,
         api_key: str | None = None,
         client: AsyncOpenAI | None = None,
-        enforce: bool | None = None,
+        enforce: Enforce | bool | None = None,
         timeout: float = 60.0,
         price: Price | None = None,
     ) -> None:
         super().__init__(model, api_key=api_key, client=client, base_url=base_url, timeout=timeout)
-        self._enforce = enforce
+        self._enforce = check_enforce(enforce)
         self.price = check_price(price)
 
     def __repr__(self) -> str:
@@ -84,12 +103,33 @@ class OpenAIModel(SDKModel):
         return f"OpenAIModel({self.model!r}{where})"
 
     @property
-    def enforcement(self) -> Literal["json_schema"] | None:
-        """``"json_schema"`` when picks may be constrained to the menu, else ``None``."""
-        enforce = self._enforce
-        if enforce is None:
-            enforce = self._official()
-        return "json_schema" if enforce else None
+    def enforce(self) -> Enforce:
+        """The enforcement setting, resolved: a mode name, or ``"auto"``."""
+        setting = self._enforce
+        if setting is None:
+            return "json_schema" if self._official() else "text"
+        return setting
+
+    @property
+    def enforcement(self) -> Enforce | None:
+        """How picks are constrained: a mode (``auto``'s once found), ``"auto"``, or ``None``.
+
+        ``None`` means text: the runtime then asks for no enforcement at all.
+        """
+        setting = self.enforce
+        if setting == "auto":
+            setting = remembered_mode(self._mode_key(self.model)) or "auto"
+        return None if setting == "text" else setting
+
+    def _mode_key(self, model: str) -> tuple[str, str]:
+        return (self._url(), model)
+
+    def _url(self) -> str:
+        """The base URL calls go to, as the SDK's client has it."""
+        if self._given is not None:
+            return str(self._given.base_url).rstrip("/")
+        url = self.base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_URL
+        return url.rstrip("/")
 
     def _official(self) -> bool:
         url = self.base_url or os.environ.get("OPENAI_BASE_URL") or ""
@@ -104,10 +144,43 @@ class OpenAIModel(SDKModel):
             ModelError: The call failed (translated from the SDK's exception).
         """
         client = self._connect()
-        completion, latency = await self._send(
-            client.chat.completions.create, self._params(request), _translate
-        )
-        return _response(completion, request.enforce, latency)
+        url = self._url()
+
+        def translate(exc: Exception) -> ModelError | None:
+            return _translate(exc, url)
+
+        enforce = request.enforce
+        if enforce is None:
+            completion, latency = await self._send(
+                client.chat.completions.create, self._params(request), translate
+            )
+            return _response(completion, None, "text", latency)
+        setting = self.enforce
+        key = self._mode_key(request.model or self.model)
+        modes = modes_to_try(setting, key)
+        for index, mode in enumerate(modes):
+            params = self._params(request)
+            apply_mode(params, enforce, mode)
+            try:
+                completion, latency = await self._send(
+                    client.chat.completions.create, params, translate
+                )
+            except BadRequestError as exc:
+                if index + 1 < len(modes):
+                    log.info("enforcement_refused", url=url, mode=mode, next=modes[index + 1])
+                    continue
+                if setting != "auto" and mode != "text":
+                    raise BadRequestError(
+                        f"{exc}; if the server does not take enforce={mode!r}, use "
+                        "enforce='auto', or the mode it takes",
+                        provider=_PROVIDER,
+                    ) from exc
+                raise
+            if setting == "auto" and remembered_mode(key) != mode:
+                remember_mode(key, mode)
+                log.info("enforcement_found", url=url, mode=mode)
+            return _response(completion, enforce, mode, latency)
+        raise AssertionError("unreachable")  # pragma: no cover - modes is never empty
 
     def _open(self) -> Any:
         try:
@@ -147,21 +220,9 @@ class OpenAIModel(SDKModel):
             # max_tokens best.
             key = "max_completion_tokens" if self._official() else "max_tokens"
             params[key] = request.max_tokens
-        if request.enforce is not None:
-            params["response_format"] = response_format(request.enforce)
-        elif request.response_format is not None:
+        if request.enforce is None and request.response_format is not None:
             params["response_format"] = request.response_format
         return params
-
-
-def response_format(enforce: PickSchema) -> dict[str, Any]:
-    """Return the ``response_format`` that constrains a reply to a pick schema."""
-    strict = enforce.strict_schema is not None
-    schema = enforce.strict_schema if strict else enforce.json_schema
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": enforce.name, "schema": schema, "strict": strict},
-    }
 
 
 def _message(message: Message) -> dict[str, Any]:
@@ -205,20 +266,24 @@ def _arguments_text(arguments: dict[str, Any] | str) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
-def _response(completion: Any, enforce: PickSchema | None, latency: float) -> Response:
+def _response(
+    completion: Any, enforce: PickSchema | None, mode: EnforceMode, latency: float
+) -> Response:
     choices = getattr(completion, "choices", None)
     if not choices:
         raise _Unavailable("openai answered with no choices", provider=_PROVIDER)
     choice = choices[0]
     message = choice.message
     text = message.content or ""
-    if enforce is not None and text:
-        text = unwrap_pick(text, enforce) or text
+    # Only function calls: the engine offers no other kind of tool.
+    calls = [_tool_call(c) for c in message.tool_calls or () if _is_function(c)]
+    if enforce is not None:
+        text, calls = take_pick(text, calls, enforce, mode)
     usage = getattr(completion, "usage", None)
     return Response(
         text=text,
-        # Only function calls: the engine offers no other kind of tool.
-        tool_calls=[_tool_call(c) for c in message.tool_calls or () if _is_function(c)],
+        tool_calls=calls,
+        enforcement=mode if enforce is not None else None,
         finish_reason=choice.finish_reason,
         usage=Usage(
             input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
@@ -245,8 +310,8 @@ def _tool_call(call: Any) -> ToolCall:
     return ToolCall(id=call.id, name=function.name, arguments=arguments)
 
 
-def _translate(exc: Exception) -> ModelError | None:
+def _translate(exc: Exception, url: str) -> ModelError | None:
     """Return our error for an ``openai`` SDK exception, ``None`` for anything else."""
     import openai
 
-    return translate_sdk_error(exc, openai, openai.OpenAIError, _PROVIDER)
+    return translate_sdk_error(exc, openai, openai.OpenAIError, _PROVIDER, url=url)

@@ -169,6 +169,10 @@ class Response(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     model: str | None = None
     latency_s: float | None = None
+    #: How the provider was asked to constrain the reply to the request's ``enforce`` schema
+    #: (``"json_schema"``, ``"json_object"``, ``"tool"``, or ``"text"`` for not at all);
+    #: ``None`` when the request asked for no enforcement or the model does not say.
+    enforcement: str | None = None
 
     @property
     def truncated(self) -> bool:
@@ -187,8 +191,10 @@ class Model(Protocol):
     name: str
 
     # A provider that can constrain a reply to a menu also says how, as a class or instance
-    # attribute ``enforcement``: ``"json_schema"`` or ``"tool"``. The runtime reads it with a
-    # default of ``None`` (text parsing), so it is not part of the protocol.
+    # attribute ``enforcement``: ``"json_schema"``, ``"json_object"``, ``"tool"`` or
+    # ``"auto"`` (it finds out per server). The runtime reads it with a default of ``None``
+    # (text parsing), so it is not part of the protocol; a model that has one sets
+    # ``Response.enforcement`` to the form it sent.
 
     async def complete(self, request: Request) -> Response:
         """Answer one request."""
@@ -272,5 +278,6 @@ def trusted_response(
         "usage": usage,
         "model": model,
         "latency_s": latency_s,
+        "enforcement": None,
     }
     return _trusted(Response, values, {"text", "finish_reason", "usage", "model", "latency_s"})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import email.utils
 import json
 import math
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,7 @@ from engine._base import (
     ModelError,
     ModelTimeoutError,
     ProviderUnavailableError,
+    ProviderUnreachableError,
     RateLimitError,
 )
 from engine.models._types import Message, PickSchema, TextBlock
@@ -37,12 +39,26 @@ _MESSAGE_CHARS = 300
 # Statuses a second attempt may fix besides 429 and 5xx: a request timeout, and a conflict
 # (both official SDKs retry these themselves when their own retries are on).
 _RETRYABLE = frozenset({408, 409})
+# What a server's own request validation says when it answers it with a 5xx (as
+# llama-cpp-python's server does: a pydantic error about the request's body, as HTTP 500).
+# Such a reply refuses the request itself: a second attempt would be refused alike.
+_VALIDATION = re.compile(
+    r"validation error|validation_error|invalid_request_error|literal_error|"
+    r"input should be|'loc': \('body'|\"loc\": \[\"body\"",
+    re.IGNORECASE,
+)
 
 
 def error_for_status(
     status: int, detail: str, headers: Mapping[str, str] | None, *, provider: str
 ) -> ModelError:
-    """Return our error for an HTTP failure status of ``provider``."""
+    """Return our error for an HTTP failure status of ``provider``.
+
+    A 5xx is the provider failing, worth a retry, unless its body is the server's own
+    validation of the request (a request it refuses, as a 4xx would): that is a
+    :class:`~engine.BadRequestError`.
+    """
+    refused = status >= 500 and _VALIDATION.search(detail) is not None
     detail = short(detail)
     if status == 429:
         retry_after = parse_retry_after(headers)
@@ -61,6 +77,12 @@ def error_for_status(
         return ModelTimeoutError(
             f"{provider} timed out the request (408): {detail}", provider=provider
         )
+    if refused:
+        return BadRequestError(
+            f"{provider} refused the request ({status}, a request-validation error): "
+            f"{detail}; fix the request, retrying it cannot help",
+            provider=provider,
+        )
     if status >= 500 or status in _RETRYABLE:
         return ProviderUnavailableError(
             f"{provider} failed on its side ({status}): {detail}", provider=provider
@@ -73,18 +95,20 @@ def error_for_status(
 
 
 def translate_sdk_error(
-    exc: Exception, sdk: Any, base: type[Exception], provider: str
+    exc: Exception, sdk: Any, base: type[Exception], provider: str, *, url: str | None = None
 ) -> ModelError | None:
     """Return our error for an exception of an official provider SDK, ``None`` for others.
 
     ``openai`` and ``anthropic`` share their error classes' names (``APITimeoutError``,
     ``APIConnectionError``, ``APIStatusError``); ``base`` is the SDK's own root error.
+    ``url``, the endpoint called, is named in the messages of a call that got no answer.
     """
+    where = f"{provider} at {url}" if url else provider
     if isinstance(exc, sdk.APITimeoutError):
-        return ModelTimeoutError(f"{provider} did not answer in time", provider=provider)
+        return ModelTimeoutError(f"{where} did not answer in time", provider=provider)
     if isinstance(exc, sdk.APIConnectionError):
-        return ProviderUnavailableError(
-            f"could not reach {provider}: {short(str(exc))}", provider=provider
+        return ProviderUnreachableError(
+            f"could not reach {where}: {short(str(exc))}", provider=provider, url=url
         )
     if isinstance(exc, sdk.APIStatusError):
         return error_for_status(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -38,9 +39,14 @@ class Recorded:
 
 
 class ProviderServer:
-    """Serve scripted replies in order; record every request."""
+    """Serve scripted replies in order; record every request.
 
-    def __init__(self) -> None:
+    ``respond``, when given, answers every request instead (a server that behaves, such as
+    the emulations of real servers in ``real_servers.py``).
+    """
+
+    def __init__(self, respond: Callable[[Recorded], Reply] | None = None) -> None:
+        self.respond = respond
         self.replies: list[Reply] = []
         self.requests: list[Recorded] = []
         self.release = threading.Event()
@@ -75,6 +81,8 @@ class ProviderServer:
     def next_reply(self, recorded: Recorded) -> Reply:
         with self._lock:
             self.requests.append(recorded)
+            if self.respond is not None:
+                return self.respond(recorded)
             if not self.replies:
                 return Reply({"error": {"message": "no scripted reply left"}}, status=500)
             return self.replies.pop(0)
