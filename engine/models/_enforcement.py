@@ -43,6 +43,7 @@ __all__ = [
     "modes_to_try",
     "remember_mode",
     "remembered_mode",
+    "split_enforce",
     "take_pick",
 ]
 
@@ -77,6 +78,26 @@ def check_enforce(value: object) -> Enforce | None:
         f"enforce must be 'auto', 'json_schema', 'json_object', 'tool', 'text', True, False or "
         f"None, got {value!r}"
     )
+
+
+def split_enforce(query: str) -> tuple[Enforce | None, str]:
+    """Take ``enforce=MODE`` out of a model string's ``key=value&...`` options.
+
+    Returns:
+        The mode (``None`` when the options name none) and the other options, as they were.
+
+    Raises:
+        ValueError: The mode is not one :func:`check_enforce` takes.
+    """
+    mode: Enforce | None = None
+    rest = []
+    for item in query.split("&"):
+        key, sep, value = item.partition("=")
+        if sep and key.strip() == "enforce":
+            mode = check_enforce({"true": True, "false": False}.get(value.strip(), value.strip()))
+        elif item:
+            rest.append(item)
+    return mode, "&".join(rest)
 
 
 def modes_to_try(setting: Enforce, key: tuple[str, str]) -> tuple[EnforceMode, ...]:

@@ -18,7 +18,7 @@ from provider_server import ProviderServer, Recorded, Reply
 from real_servers import LlamaCppPython, LlamaServer, completion
 
 from engine import BadRequestError, DecisionError, Runtime, decision, transport_policy
-from engine.models import OpenAIModel, Request
+from engine.models import OpenAIModel, Request, model_from_string
 
 PICK = {"call": "refund", "args": {"amount": 12.5}}
 
@@ -389,3 +389,37 @@ async def test_enforcement_a_request_without_enforce_sends_nothing_of_it(
 
     assert response.enforcement is None
     assert "response_format" not in sent(server)[0]
+
+
+# -- the model string (CLI --model) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "mode"),
+    [
+        ("enforce=auto", "auto"),
+        ("enforce=json_object&max_tokens=64", "json_object"),
+        ("max_tokens=64&enforce=tool", "tool"),
+        ("enforce=true", "json_schema"),
+        ("enforce=false", "text"),
+        ("max_tokens=64", "text"),
+    ],
+)
+def test_enforcement_a_model_string_sets_the_mode(query: str, mode: str) -> None:
+    model = model_from_string(f"openai:tiny@http://127.0.0.1:8080/v1?{query}")
+
+    assert isinstance(model, OpenAIModel)
+    assert model.enforce == mode
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("openai:tiny@http://127.0.0.1:8080/v1?enforce=strict", "enforce must be"),
+        ("anthropic:claude-x?enforce=tool", "an option of openai: models only"),
+        ("simulated:1?enforce=auto", "an option of openai: models only"),
+    ],
+)
+def test_enforcement_a_model_string_with_a_bad_mode_is_refused(spec: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        model_from_string(spec)
