@@ -15,6 +15,7 @@ from engine.store._checks import (
     run_json,
     trace_json,
 )
+from engine.store._paging import PageKey, check_page, count_in_memory, page_in_memory
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 __all__ = ["MemoryStore"]
@@ -68,6 +69,25 @@ class MemoryStore:
             if (status is None or r.status == status) and (flow is None or r.flow == flow)
         ]
         return [r.model_copy(deep=True) for r in runs[:limit]]
+
+    async def page_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        flow: str | None = None,
+        search: str | None = None,
+        after: PageKey | None = None,
+        limit: int = 50,
+    ) -> list[Run]:
+        """Return a page of runs, newest first; see :meth:`engine.store.Store.page_runs`."""
+        check_page(after, limit)
+        self._check_open()
+        return page_in_memory(self._runs.values(), status, flow, search, after, limit)
+
+    async def count_runs_by_status(self) -> dict[str, int]:
+        """Return how many runs the store holds in each status."""
+        self._check_open()
+        return count_in_memory(self._runs.values())
 
     async def update_run(self, run: Run, *, expected_version: int) -> Run | None:
         """Compare-and-set on the run's version."""

@@ -25,6 +25,13 @@ from engine.store import _postgres_io as io
 from engine.store import _postgres_sql as sql
 from engine.store._base import BatchedStore
 from engine.store._checks import check_prune, journal_records, next_version, trace_json
+from engine.store._paging import (
+    POSTGRES_COUNTS,
+    PageKey,
+    check_page,
+    counts_of,
+    postgres_page,
+)
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 if TYPE_CHECKING:
@@ -115,6 +122,24 @@ class PostgresStore(BatchedStore[io.Op]):
         """Return runs, oldest first, optionally filtered by status and flow."""
         rows = await self._read(sql.read_runs(status, flow, limit))
         return [Run.model_validate_json(body) for (body,) in rows]
+
+    async def page_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        flow: str | None = None,
+        search: str | None = None,
+        after: PageKey | None = None,
+        limit: int = 50,
+    ) -> list[Run]:
+        """Return a page of runs, newest first; see :meth:`engine.store.Store.page_runs`."""
+        check_page(after, limit)
+        rows = await self._read(postgres_page(status, flow, search, after, limit))
+        return [Run.model_validate_json(body) for (body,) in rows]
+
+    async def count_runs_by_status(self) -> dict[str, int]:
+        """Return how many runs the store holds in each status."""
+        return counts_of(await self._read(POSTGRES_COUNTS))
 
     async def update_run(self, run: Run, *, expected_version: int) -> Run | None:
         """Replace the run if its stored version is ``expected_version`` (compare-and-set).

@@ -28,6 +28,7 @@ from engine.store import _sqlite_files as files
 from engine.store import _sqlite_sql as sql
 from engine.store._base import BatchedStore
 from engine.store._checks import check_prune, next_version
+from engine.store._paging import PageKey, check_page, page_sql, sqlite_counts, sqlite_page
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 __all__ = ["Durability", "SQLiteStore"]
@@ -144,6 +145,24 @@ class SQLiteStore(BatchedStore[commits.Op]):
         return await self._read(
             partial(sql.select_runs, f"WHERE {where}" if where else "", args, limit)
         )
+
+    async def page_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        flow: str | None = None,
+        search: str | None = None,
+        after: PageKey | None = None,
+        limit: int = 50,
+    ) -> list[Run]:
+        """Return a page of runs, newest first; see :meth:`engine.store.Store.page_runs`."""
+        check_page(after, limit)
+        where, args = page_sql(status, flow, search, after, mark=":{}")
+        return await self._read(partial(sqlite_page, where, args, limit))
+
+    async def count_runs_by_status(self) -> dict[str, int]:
+        """Return how many runs the store holds in each status."""
+        return await self._read(sqlite_counts)
 
     async def update_run(self, run: Run, *, expected_version: int) -> Run | None:
         """Replace the run if its stored version is ``expected_version`` (compare-and-set).

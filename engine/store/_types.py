@@ -131,6 +131,34 @@ class Store(Protocol):
         """Return runs, oldest first, optionally filtered by status and flow."""
         ...
 
+    async def page_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        flow: str | None = None,
+        search: str | None = None,
+        after: tuple[float, str] | None = None,
+        limit: int = 50,
+    ) -> list[Run]:
+        """Return one page of runs, newest first, read by keys rather than offsets.
+
+        Args:
+            status: Only runs in this status.
+            flow: Only runs of this flow.
+            search: Only runs whose id starts with this text.
+            after: The ``(created_at, run_id)`` of the last run of the page before; the
+                page holds the runs older than it. ``None``: the newest runs.
+            limit: The most runs the page holds, 1 to 1000.
+
+        Raises:
+            ValueError: ``limit`` or ``after`` cannot be read.
+        """
+        ...
+
+    async def count_runs_by_status(self) -> dict[str, int]:
+        """Return how many runs the store holds in each status (statuses with none left out)."""
+        ...
+
     async def update_run(self, run: Run, *, expected_version: int) -> Run | None:
         """Replace the run if its stored version is ``expected_version`` (compare-and-set).
 
