@@ -20,7 +20,7 @@ from engine._run._queue import (
     retry_policy,
     stop_when_idle,
 )
-from engine._run._submit import DEFAULT_QUEUE, postgres, request_resume, submit
+from engine._run._submit import DEFAULT_QUEUE, postgres, request_answer, request_resume, submit
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -35,6 +35,7 @@ __all__ = [
     "lease_expired",
     "postgres",
     "queue_app",
+    "request_answer",
     "request_resume",
     "requeue_stalled",
     "retry_policy",

@@ -20,7 +20,7 @@ from engine.store import Run, Store
 if TYPE_CHECKING:
     from engine._run._runner import Runner
 
-__all__ = ["Answers"]
+__all__ = ["Answers", "answer_approval"]
 
 
 class Answers:
@@ -71,7 +71,7 @@ class Answers:
             DecisionError: The answer does not validate (``human_pick`` is set).
             RunConflictError: Another process answered or resumed it first.
         """
-        approval = _approval(pick, approve, edit, reject)
+        approval = answer_approval(pick, approve, edit, reject)
         return await self._runner.answer(
             run_id, pick=pick, approval=approval, where=where, model=model, flow=flow
         )
@@ -102,12 +102,18 @@ class Answers:
         return done
 
 
-def _approval(
+def answer_approval(
     pick: Mapping[str, Any] | None,
     approve: bool,
     edit: Mapping[str, Any] | None,
     reject: str | None,
 ) -> Approval | None:
+    """Read an answer's arguments: the approval they give, or ``None`` for a ``pick``.
+
+    Raises:
+        ValueError: None or several of ``pick``/``approve``/``edit``/``reject`` were given.
+        TypeError: ``edit`` is not a dict, or ``reject`` not a string.
+    """
     given = [
         name
         for name, value in (

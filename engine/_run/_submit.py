@@ -2,8 +2,9 @@
 
 :func:`submit` creates each run ``queued`` in the :class:`~engine.store.PostgresStore` and
 defers one procrastinate job for it, in the same transaction, so a run never exists without
-its job nor a job without its run; :func:`request_resume` queues a resume of a stopped run.
-The workers that execute the jobs are :mod:`engine._workers`'.
+its job nor a job without its run; :func:`request_resume` queues a resume of a stopped run,
+:func:`request_answer` a person's answer to a waiting one. The workers that execute the
+jobs are :mod:`engine._workers`'.
 
 Per-flow limits and priorities are procrastinate's: each run's job goes to a ``queue`` with a
 ``priority``; ``max_concurrency=N`` spreads a flow's runs over N procrastinate locks (jobs
@@ -19,12 +20,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from engine._base import STOPPED, RunConflictError, RunNotFoundError, log
+from engine._run._answers import answer_approval
 from engine._run._flows import FLOWS, encode_input
+from engine._run._order import ResumeOrder
 from engine._run._pacing import check_run_id
 from engine._run._queue import make_job, queue_app
 from engine.store import PostgresStore, Run, Store
 
-__all__ = ["DEFAULT_QUEUE", "postgres", "request_resume", "submit"]
+__all__ = ["DEFAULT_QUEUE", "postgres", "request_answer", "request_resume", "submit"]
 
 #: The queue runs go to unless ``submit`` names another.
 DEFAULT_QUEUE = "engine"
@@ -119,8 +122,57 @@ async def request_resume(
     if run.status not in STOPPED or (pick is not None and run.status != "suspended"):
         needs = "suspended" if pick is not None else "suspended, failed or cancelled"
         raise ValueError(f"run {run_id!r} is {run.status}; only a {needs} run can be resumed so")
-    queue, priority, lock = await pg.load_dispatch(run_id) or (DEFAULT_QUEUE, 0, None)
     order = {"pick": dict(pick) if pick else None, "model": model, "max_retries": max_retries}
+    await _defer(pg, run_id, order)
+    log.info("resume_requested", run_id=run_id)
+
+
+async def request_answer(
+    store: Store,
+    run_id: str,
+    *,
+    pick: Mapping[str, Any] | None = None,
+    approve: bool = False,
+    edit: Mapping[str, Any] | None = None,
+    reject: str | None = None,
+    where: str | None = None,
+    model: str | None = None,
+) -> None:
+    """Queue a person's answer to a waiting run, for some worker to execute.
+
+    The worker answers with :meth:`Engine.answer` (the same arguments) and goes on with the
+    run; the answer can so come from any machine that reaches the database. Whether it
+    answers an open question of the right kind is checked here; the worker validates it
+    strictly against the question's menu, and an answer that does not fit is logged
+    (``answer_rejected``) and leaves the run waiting as it was.
+
+    Raises:
+        RunNotFoundError: Unknown run id (a ``KeyError``).
+        ValueError: The run is not waiting; the answer does not fit the kind of question,
+            names no open question, or is not exactly one of ``pick``/``approve``/``edit``/
+            ``reject``.
+        RunConflictError: A job for this run is already waiting.
+    """
+    pg = postgres(store)
+    run = await pg.get_run(run_id)
+    if run is None:
+        raise RunNotFoundError(run_id)
+    given = answer_approval(pick, approve, edit, reject)
+    ResumeOrder.answering(run, pick=pick, approval=given, where=where)
+    said = {
+        "pick": dict(pick) if pick is not None else None,
+        "approve": approve,
+        "edit": dict(edit) if edit is not None else None,
+        "reject": reject,
+        "where": where,
+    }
+    await _defer(pg, run_id, {"answer": said, "model": model})
+    log.info("answer_requested", run_id=run_id)
+
+
+async def _defer(pg: PostgresStore, run_id: str, order: dict[str, Any]) -> None:
+    """Defer a job that executes ``order`` on the run, on the queue it was submitted to."""
+    queue, priority, lock = await pg.load_dispatch(run_id) or (DEFAULT_QUEUE, 0, None)
     from procrastinate.exceptions import AlreadyEnqueued
 
     async with queue_app(pg) as app:
@@ -131,7 +183,7 @@ async def request_resume(
                 f"a job for run {run_id!r} is already waiting; a worker will take it",
                 run_id=run_id,
             ) from exc
-    log.info("resume_requested", run_id=run_id, queue=queue)
+    log.info("job_deferred", run_id=run_id, queue=queue)
 
 
 def _id_of(item: Any, run_id: Callable[[Any], str] | None) -> str:

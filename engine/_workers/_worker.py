@@ -130,9 +130,12 @@ async def _execute(
     order = order or {}
     model = models(order["model"]) if order.get("model") else None
     try:
-        await engine.resume(
-            run_id, pick=order.get("pick"), model=model, max_retries=order.get("max_retries")
-        )
+        if order.get("answer") is not None:
+            await _answer(engine, run_id, order["answer"], model)
+        else:
+            await engine.resume(
+                run_id, pick=order.get("pick"), model=model, max_retries=order.get("max_retries")
+            )
     except RunConflictError:
         # Lost a race: another worker claimed the run, or took it over from this one.
         latest = await engine.get(run_id)
@@ -142,6 +145,30 @@ async def _execute(
         raise
     except DecisionError as exc:  # a human pick that does not fit: the run stays as it was
         log.warning("resume_pick_rejected", run_id=run_id, kind=exc.kind, detail=exc.detail)
+
+
+async def _answer(engine: Engine, run_id: str, said: dict[str, Any], model: Model | None) -> None:
+    """Answer a waiting run as :func:`~engine.distributed.request_answer` queued it.
+
+    An answer that does not fit (it does not validate, or the run no longer waits for it:
+    another person answered first) is logged and leaves the run as it was.
+    """
+    try:
+        await engine.answer(
+            run_id,
+            said.get("pick"),
+            approve=bool(said.get("approve")),
+            edit=said.get("edit"),
+            reject=said.get("reject"),
+            where=said.get("where"),
+            model=model,
+        )
+    except DecisionError as exc:
+        log.warning(
+            "answer_rejected", run_id=run_id, where=exc.where, kind=exc.kind, detail=exc.detail
+        )
+    except (ValueError, TypeError) as exc:
+        log.warning("answer_rejected", run_id=run_id, reason=str(exc))
 
 
 async def _flow_missing(engine: Engine, run: Run, exc: LookupError) -> None:
