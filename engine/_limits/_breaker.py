@@ -157,8 +157,9 @@ class Circuit:
             after ``reset_s`` gets an answer.
         """
         self.failures += 1
-        self.down = reason
-        self._open()
+        if self.state != "open" or self.down is None or probe:  # calls in flight fail alike
+            self.down = reason
+            self._open()
         return CircuitOpenError(self.provider, retry_in_s=self.settings.reset_s, reason=reason)
 
     def abandon(self, probe: bool) -> None:

@@ -71,7 +71,13 @@ NEVER_RETRIED: tuple[type[BaseException], ...] = (
 #: Why a stopped run is worth resuming by itself: its provider failed, not its model (a run
 #: the breaker parked, or one that failed once the transport's retries ran out).
 RESUMABLE_KINDS: frozenset[str] = frozenset(
-    {"provider_unavailable", "RateLimitError", "ProviderUnavailableError", "ModelTimeoutError"}
+    {
+        "provider_unavailable",
+        "RateLimitError",
+        "ProviderUnavailableError",
+        "ProviderUnreachableError",
+        "ModelTimeoutError",
+    }
 )
 
 
