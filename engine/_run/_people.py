@@ -107,6 +107,7 @@ class PeopleHooks:
                 pick = await decide(request)
             except DecisionError as exc:  # suspended here: a resume's pick= settles it
                 exc.where = exc.where or key
+                exc.menu, exc.prompt = question.get("menu"), question.get("prompt")
                 raise
             await self._write_pick(key, fingerprint, menu, pick, "model", 1)
             return pick

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+import people_flows as pf
+
 from engine import Engine, Runtime, agentic_function, decision
 from engine._decision import example_pick
 from engine.models import ScriptedModel
-from engine.store import SQLiteStore
+from engine.store import MemoryStore, SQLiteStore
 
 
 async def classify(severity: Literal["low", "high"], note: str = "") -> str:
@@ -59,7 +61,7 @@ async def test_a_suspended_run_stores_the_menu_and_the_prompt(tmp_path: Path) ->
 
 
 async def test_an_exec_decision_stores_its_content_as_the_prompt() -> None:
-    engine = Engine(model=ScriptedModel(["thinking", "still thinking"]))
+    engine = Engine(model=ScriptedModel(["thinking", "still thinking"]), store=MemoryStore())
     run = await engine.run(review, "spam?")
     assert run.error is not None
     assert run.error.prompt == "Review: spam?"
@@ -72,6 +74,23 @@ async def test_a_run_failed_otherwise_has_no_menu() -> None:
     async def broken(post: str, runtime: Runtime | None = None) -> str:
         raise RuntimeError("boom")
 
-    run = await Engine(model=ScriptedModel([])).run(broken, "x")
+    run = await Engine(model=ScriptedModel([]), store=MemoryStore()).run(broken, "x")
     assert run.error is not None
     assert (run.error.menu, run.error.prompt) == (None, None)
+
+
+async def test_a_model_failing_a_human_step_past_its_deadline_stores_its_menu() -> None:
+    now = [1_000_000.0]
+    model = ScriptedModel(["no idea", "still none"])
+    engine = Engine(model, store=MemoryStore(), clock=lambda: now[0])
+    await engine.run(pf.timed_to_model, "T-1", run_id="d1")
+    now[0] += 61
+    suspended = await engine.resume("d1")
+    assert suspended.status == "suspended"
+    assert suspended.error is not None
+    assert suspended.error.prompt == "Escalate T-1?"
+    menu = suspended.error.menu
+    assert menu is not None
+    assert [o["name"] for o in menu] == ["escalate", "close_ticket"]
+    done = await engine.resume("d1", pick=example_pick(menu[1]))
+    assert (done.status, done.result) == ("completed", "closed")
