@@ -18,6 +18,7 @@ class BatchProgress:
         started: Runs started (or found stored already, for an existing ``run_id``).
         in_flight: Runs started and not finished.
         completed: Runs that completed.
+        waiting: Runs that wait for a person's answer (``engine answer``), not a failure.
         suspended: Runs suspended (a decision, a budget, an unavailable provider).
         failed: Runs that failed.
         cancelled: Runs cancelled (a timeout, a cancel, a shutdown).
@@ -31,6 +32,7 @@ class BatchProgress:
     started: int = 0
     in_flight: int = 0
     completed: int = 0
+    waiting: int = 0
     suspended: int = 0
     failed: int = 0
     cancelled: int = 0
@@ -43,7 +45,7 @@ class BatchProgress:
     @property
     def done(self) -> int:
         """Runs finished, whatever their status."""
-        return self.completed + self.suspended + self.failed + self.cancelled
+        return self.completed + self.waiting + self.suspended + self.failed + self.cancelled
 
     def count(self, run: Run) -> None:
         """Count one finished run."""
