@@ -40,6 +40,7 @@ __all__ = [
     "read_records",
     "short_name",
     "short_names",
+    "working_dir_importable",
 ]
 
 
@@ -81,7 +82,7 @@ class BadLine:
 
 def short_names() -> dict[str, str]:
     """Return the short flow names of the ``flows`` package (none when it is absent)."""
-    _working_dir_importable()
+    working_dir_importable()
     try:
         module = importlib.import_module("flows")
     except ImportError:
@@ -109,7 +110,7 @@ def load_flow(spec: str) -> FoundFlow:
     """Import the flow ``spec`` names; stop with what to fix when it cannot be found."""
     target = flow_name(spec)
     module_name, _, qualname = target.partition(":")
-    _working_dir_importable()
+    working_dir_importable()
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
@@ -129,8 +130,12 @@ def _unknown(spec: str, names: dict[str, str]) -> typing.NoReturn:
     fail(f"unknown flow {spec!r}; give module:function, or one of the short names: {known}")
 
 
-def _working_dir_importable() -> None:
-    # The `engine` script, unlike `python -m`, does not put the working directory on the path.
+def working_dir_importable() -> None:
+    """Put the working directory on the import path, so its flows import as ``python -m``'s.
+
+    The ``engine`` script, unlike ``python -m``, does not put it there; ``run`` and
+    ``resume`` both find a flow of one's own (``myflows.module:flow``) from its folder.
+    """
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)

@@ -1,4 +1,4 @@
-"""Pick the model a command runs with: ``--model``, else a provider key, else SimulatedModel.
+"""Pick the model a command runs with: ``--model``, else a provider key, else refuse.
 
 ``--model`` takes what :func:`engine.models.model_from_string` takes (``openai:gpt-4o-mini``,
 ``anthropic:claude-sonnet-4-5``, ``openai:<model>@<base_url>``) and, for the offline model,
@@ -14,16 +14,24 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from engine.cli._common import fail
+from engine.cli._common import CliError, fail
 from engine.models import Model
 
-__all__ = ["ChosenModel", "choose_model", "simulated_model"]
+__all__ = ["NO_MODEL", "ChosenModel", "choose_model", "simulated_model"]
 
 #: Provider keys looked for when no ``--model`` is given, with the model each one selects.
 DEFAULTS: dict[str, str] = {
     "OPENAI_API_KEY": "openai:gpt-4o-mini",
     "ANTHROPIC_API_KEY": "anthropic:claude-3-5-haiku-latest",
 }
+
+#: Why a command that calls a model refuses to start without one (exit status 2).
+NO_MODEL = (
+    "no model chosen: no --model given and neither OPENAI_API_KEY nor ANTHROPIC_API_KEY is "
+    "set; pass --model openai:gpt-4o-mini (or anthropic:<model>, openai:<model>@<base_url>), "
+    "set one of those variables, or pass --model simulated for the offline stand-in that "
+    "picks options at random"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +44,11 @@ class ChosenModel:
 
 
 def choose_model(spec: str | None, environ: Mapping[str, str] | None = None) -> ChosenModel:
-    """Return the model ``--model`` names, or the default for this environment."""
+    """Return the model ``--model`` names, or the default for this environment.
+
+    SimulatedModel (which picks at random) is used only when named: with no ``--model`` and
+    no provider key, the command stops with :data:`NO_MODEL` (exit status 2).
+    """
     env = os.environ if environ is None else environ
     if spec:
         return ChosenModel(_from_spec(spec), spec)
@@ -44,12 +56,7 @@ def choose_model(spec: str | None, environ: Mapping[str, str] | None = None) -> 
         if env.get(key):
             note = f"no --model given: using {default} because {key} is set"
             return ChosenModel(_from_spec(default), default, note)
-    note = (
-        "no --model given and no provider key (OPENAI_API_KEY, ANTHROPIC_API_KEY) set: using "
-        "SimulatedModel, an offline stand-in that picks valid options at random; pass "
-        "--model to use a real model"
-    )
-    return ChosenModel(simulated_model(""), "simulated", note)
+    raise CliError(NO_MODEL)  # SimulatedModel picks at random: it runs only when named
 
 
 def _from_spec(spec: str) -> Model:

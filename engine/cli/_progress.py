@@ -152,6 +152,7 @@ class BatchView:
         self._progress: Progress | None = None
         self._task: TaskID | None = None
         self.description = description
+        self._reasons: set[str] = set()
 
     def __enter__(self) -> BatchView:
         if self.live:
@@ -202,8 +203,11 @@ class BatchView:
 
     def not_started(self, item: Any, run_id: str | None, exc: Exception) -> None:
         """Count a run that could not start (the batch's ``on_error``); the others go on."""
-        self.tally.not_started.append((run_id if run_id is not None else "?", str(exc)))
-        log.warning("run_not_started", run_id=run_id, error=type(exc).__name__, message=str(exc))
+        message = str(exc)
+        self.tally.not_started.append((run_id if run_id is not None else "?", message))
+        if message not in self._reasons:  # each reason once; the summary counts its runs
+            self._reasons.add(message)
+            log.warning("run_not_started", run_id=run_id, error=type(exc).__name__, message=message)
         self.refresh()
 
     def duplicate(self, line: int) -> None:
@@ -282,7 +286,7 @@ def summary(tally: Tally, title: str) -> RenderableType:
         parts.append(Text(f"lines {lines}{more}: a run id an earlier line gave", style="red"))
     if len(tally.skipped) > 20:
         parts.append(Text(f"... and {len(tally.skipped) - 20} more skipped lines", style="red"))
-    parts.extend(Text(f"run {i}: {m}", style="red") for i, m in tally.not_started[:10])
+    parts.extend(Text(line, style="red") for line in _not_started_lines(tally.not_started)[:10])
     parts.extend(
         Text(f"failed {n}x: {mask_secrets(reason)}", style="red")
         for reason, n in tally.failures.most_common(3)
@@ -306,6 +310,21 @@ def _cost(tally: Tally) -> str:
     if tally.cost_usd is None:
         return "cost unknown" if tally.model_calls else "cost $0.00"
     return f"cost {usd(tally.cost_usd)}"
+
+
+def _not_started_lines(not_started: list[tuple[str, str]]) -> list[str]:
+    """Return each reason a run could not start once, with the runs it stopped."""
+    runs: dict[str, list[str]] = {}
+    for run_id, message in not_started:
+        runs.setdefault(message, []).append(run_id)
+    lines = []
+    for message, ids in runs.items():
+        if len(ids) == 1:
+            lines.append(f"run {ids[0]}: {message}")
+            continue
+        more = ", …" if len(ids) > 3 else ""
+        lines.append(f"{len(ids)} runs ({', '.join(ids[:3])}{more}): {message}")
+    return lines
 
 
 def _compact(n: int) -> str:

@@ -13,17 +13,16 @@ from __future__ import annotations
 import typer
 
 from engine._base import mask_secrets
-from engine._run import Engine, unfinished_runs
+from engine._run import unfinished_runs
 from engine.cli._common import DEFAULT_STORE, EXIT_OK, note, out, run_async
-from engine.cli._models import choose_model
-from engine.cli._resume import resume_runs
+from engine.cli._inputs import working_dir_importable
+from engine.cli._models import ChosenModel, choose_model
+from engine.cli._resuming import engine_for, resume_runs
 from engine.cli._run import ConcurrencyOpt, LeaseOpt, ModelOpt, StoreOpt
 from engine.cli._stores import open_store
 from engine.store import Store
 
 __all__ = ["recover"]
-
-#: The statuses a run of a dead process can be left in (as :meth:`Engine.recover` reads).
 
 
 def recover(
@@ -34,24 +33,27 @@ def recover(
 ) -> None:
     """Take over the runs whose process died (their lease ran out) and carry them on.
 
+    A recovery calls a model: --model, or the model of a set OPENAI_API_KEY or
+    ANTHROPIC_API_KEY; without either it stops once it finds runs to recover.
+
     Exit status: 0 every recovered run completed (or none needed it), 1 some stopped, 3 none
-    could be taken over, 2 bad usage, 4 the store failed, 130 interrupted.
+    could be taken over, 2 bad usage (no model), 4 the store failed, 130 interrupted.
     """
 
     async def body() -> int:
-        chosen = choose_model(model)
-        if chosen.note:
-            note(chosen.note)
+        named = choose_model(model) if model else None  # a typo stops here, before the store
+        working_dir_importable()
         async with open_store(store) as opened:
-            engine = Engine(model=chosen.model, store=opened, lease_s=lease)
-            return await _recover(engine, opened, concurrency, store)
+            return await _recover(opened, named, lease, concurrency, store)
 
     code = run_async(body)
     if code != EXIT_OK:
         raise typer.Exit(code)
 
 
-async def _recover(engine: Engine, store: Store, concurrency: int, url: str) -> int:
+async def _recover(
+    store: Store, named: ChosenModel | None, lease: float, concurrency: int, url: str
+) -> int:
     found, held = await unfinished_runs(store)
     if held:
         note(
@@ -62,10 +64,11 @@ async def _recover(engine: Engine, store: Store, concurrency: int, url: str) -> 
         out.print(f"no runs to recover in {mask_secrets(url)}", markup=False)
         return EXIT_OK
     return await resume_runs(
-        engine,
+        engine_for(store, named, lease_s=lease),
         found,
         url,
         doing="recovering",
-        done=f"recovered {len(found)} run(s) of a process that died",
+        verb="recovered",
+        what="run(s) of a process that died",
         concurrency=concurrency,
     )

@@ -1,10 +1,13 @@
 """``engine resume``: continue stopped runs from their journals.
 
 One run: ask its failing decision afresh (on ``--model`` when given) or settle it with a
-person's ``--pick``. Many: ``--all-suspended`` and ``--all-cancelled`` resume every run in
-those statuses through :meth:`Engine.resume_as_completed
-<engine.Engine.resume_as_completed>`, with the same progress display and Ctrl-C as
-``engine run``.
+person's ``--pick``. Many: ``--all-suspended``, ``--all-failed`` and ``--all-cancelled``
+(``--flow`` for one flow's) resume every run in those statuses through
+:meth:`Engine.resume_as_completed <engine.Engine.resume_as_completed>`, with the same
+progress display and Ctrl-C as ``engine run``. A run that waits for a person (``waiting``)
+is never among them: a person answers it. Flows are found from the working folder as
+``engine run`` finds them, and the model is the one named (or a provider key's): a resume
+never falls back on SimulatedModel.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from typing import Annotated, Any
 import typer
 
 from engine._base import DecisionError, RunConflictError, RunNotFoundError, mask_secrets
-from engine._run import Engine
 from engine.cli._common import (
     DEFAULT_STORE,
     EXIT_NOTHING_STARTED,
@@ -23,21 +25,23 @@ from engine.cli._common import (
     EXIT_USAGE,
     abort,
     fail,
-    note,
     out,
     parse_pick,
     run_async,
 )
-from engine.cli._inputs import short_name
-from engine.cli._models import choose_model
-from engine.cli._progress import BatchView, Tally, exit_status, summary
-from engine.cli._run import ConcurrencyOpt, ModelOpt, StoreOpt, next_steps
+from engine.cli._inputs import flow_name, working_dir_importable
+from engine.cli._models import ChosenModel, choose_model
+from engine.cli._resuming import engine_for, flow_not_found, resume_runs
+from engine.cli._run import ConcurrencyOpt, ModelOpt, StoreOpt
 from engine.cli._show import run_panel
 from engine.cli._stores import find_run, open_store
 from engine.cli._submit import queue_resume
 from engine.store import Run, RunStatus, Store
 
-__all__ = ["resume", "resume_runs"]
+__all__ = ["resume"]
+
+#: What to give instead, when the command is told neither one run nor many.
+_ONE_OR_MANY = "give one RUN_ID, or --all-suspended / --all-failed / --all-cancelled"
 
 
 def resume(
@@ -55,9 +59,18 @@ def resume(
     all_suspended: Annotated[
         bool, typer.Option("--all-suspended", help="Resume every suspended run.")
     ] = False,
+    all_failed: Annotated[
+        bool, typer.Option("--all-failed", help="Resume every failed run (a step raised).")
+    ] = False,
     all_cancelled: Annotated[
         bool, typer.Option("--all-cancelled", help="Resume every cancelled run (Ctrl-C).")
     ] = False,
+    flow: Annotated[
+        str | None,
+        typer.Option(
+            "--flow", help="With --all-*: only the runs of this flow (module:function or short)."
+        ),
+    ] = None,
     concurrency: ConcurrencyOpt = 32,
     store: StoreOpt = DEFAULT_STORE,
     on_worker: Annotated[
@@ -68,38 +81,47 @@ def resume(
         ),
     ] = False,
 ) -> None:
-    """Resume a stopped run, or every suspended or cancelled one.
+    """Resume a stopped run, or every suspended, failed or cancelled one.
+
+    The --all-* forms never resume a waiting run: it waits for a person's answer (`engine
+    show RUN_ID` prints the question). A resume calls a model: --model, or the model of a
+    set OPENAI_API_KEY or ANTHROPIC_API_KEY; without either it stops (--model simulated
+    names the offline stand-in, which picks at random). A --pick needs no model: a model
+    call after it then fails the run, and a resume with --model carries it on.
 
     Exit status: 0 every run completed, 1 some stopped again, 3 none could be resumed (held
-    by another process), 2 bad usage (a pick that does not fit), 4 the store failed, 130
-    interrupted.
+    by another process, or their flow not found), 2 bad usage (a pick that does not fit, no
+    model), 4 the store failed, 130 interrupted.
     """
-    many = all_suspended or all_cancelled
-    if many == (run_id is not None):
-        abort("give one RUN_ID, or --all-suspended / --all-cancelled")
+    forms: tuple[tuple[RunStatus, bool], ...] = (
+        ("suspended", all_suspended),
+        ("failed", all_failed),
+        ("cancelled", all_cancelled),
+    )
+    statuses = [status for status, chosen in forms if chosen]
+    if bool(statuses) == (run_id is not None):
+        abort(_ONE_OR_MANY)
+    if flow is not None and run_id is not None:
+        abort("--flow picks the runs of an --all-* form; leave it out with a RUN_ID")
     if on_worker:
         if run_id is None:
             abort("--on-worker queues one run's resume; give a RUN_ID with it")
         run_async(lambda: queue_resume(store, run_id, pick, model, max_retries))
         return
-    if pick is not None and many:
+    if pick is not None and statuses:
         abort("--pick settles one run's decision; give a RUN_ID with it")
-    statuses: list[RunStatus] = []
-    if all_suspended:
-        statuses.append("suspended")
-    if all_cancelled:
-        statuses.append("cancelled")
 
     async def body() -> int:
         human = parse_pick(pick) if pick is not None else None
-        chosen = choose_model(model)
-        if chosen.note:
-            note(chosen.note)
+        named = choose_model(model) if model else None  # a typo stops here, before the store
+        flow_filter = flow_name(flow) if flow is not None else None
+        working_dir_importable()  # the runs' flows import as `engine run` imported them
         async with open_store(store) as opened:
-            engine = Engine(model=chosen.model, store=opened)
             if run_id is not None:
-                return await _one(engine, opened, run_id, human, max_retries, store)
-            return await _many(engine, opened, statuses, max_retries, concurrency, store)
+                return await _one(opened, run_id, human, named, max_retries, store)
+            return await _many(
+                opened, statuses, flow_filter, named, max_retries, concurrency, store
+            )
 
     code = run_async(body)
     if code != EXIT_OK:
@@ -107,10 +129,10 @@ def resume(
 
 
 async def _one(
-    engine: Engine,
     store: Store,
     run_id: str,
     pick: dict[str, Any] | None,
+    named: ChosenModel | None,
     max_retries: int | None,
     url: str,
 ) -> int:
@@ -118,6 +140,7 @@ async def _one(
     if run.status == "completed":
         out.print(f"run {run.run_id} is already completed; there is nothing to resume")
         return EXIT_OK
+    engine = engine_for(store, named, by_hand=pick is not None)
     try:
         resumed = await engine.resume(run.run_id, pick=pick, max_retries=max_retries)
     except DecisionError as exc:
@@ -133,62 +156,36 @@ async def _one(
         fail(str(exc))
     except RunNotFoundError as exc:  # deleted since it was looked up (a prune, another host)
         fail(f"{exc}; it was deleted while being resumed", code=EXIT_NOTHING_STARTED)
-    except LookupError as exc:  # the run's flow
-        fail(f"{exc}; run the command from the folder the flow's module lives in")
-    out.print(run_panel(resumed))
+    except LookupError:  # the run's flow
+        fail(flow_not_found(run.flow))
+    out.print(run_panel(resumed, url))
     return EXIT_OK if resumed.status == "completed" else EXIT_STOPPED
 
 
 async def _many(
-    engine: Engine,
     store: Store,
     statuses: list[RunStatus],
+    flow: str | None,
+    named: ChosenModel | None,
     max_retries: int | None,
     concurrency: int,
     url: str,
 ) -> int:
     found: list[Run] = []
     for status in statuses:
-        found.extend(await store.list_runs(status=status))
+        found.extend(await store.list_runs(status=status, flow=flow))
+    what = f"{' and '.join(statuses)} run(s)" + (f" of {flow}" if flow else "")
     if not found:
-        out.print(f"no {' or '.join(statuses)} runs in {mask_secrets(url)}", markup=False)
+        nothing = f"no {' or '.join(statuses)} runs" + (f" of {flow}" if flow else "")
+        out.print(f"{nothing} in {mask_secrets(url)}", markup=False)
         return EXIT_OK
     return await resume_runs(
-        engine,
+        engine_for(store, named),
         found,
         url,
         doing="resuming",
-        done=f"resumed {len(found)} {' and '.join(statuses)} run(s)",
+        verb="resumed",
+        what=what,
         concurrency=concurrency,
         max_retries=max_retries,
     )
-
-
-async def resume_runs(
-    engine: Engine,
-    found: list[Run],
-    url: str,
-    *,
-    doing: str,
-    done: str,
-    concurrency: int,
-    max_retries: int | None = None,
-) -> int:
-    """Resume ``found`` as one batch with the live view and the summary; return the status."""
-    tally = Tally(total=len(found), track_existing=False)
-    with BatchView(tally, f"{doing} {len(found)} run(s)") as view:
-        batch = engine.resume_as_completed(
-            (r.run_id for r in found),
-            max_retries=max_retries,
-            concurrency=concurrency,
-            progress=view.progress,
-            on_error=view.not_started,
-            handle_signals=True,
-        )
-        await view.follow(batch)
-    tally.interrupted = engine.stopping
-    out.print(summary(tally, done))
-    flows = sorted({r.flow for r in found})
-    flow = short_name(flows[0]) if len(flows) == 1 else "FLOW"
-    next_steps(tally, flow, url, resumed=found[0].run_id)
-    return exit_status(tally)

@@ -60,8 +60,8 @@ ModelOpt = Annotated[
         "--model",
         "-m",
         help="openai:<model>, anthropic:<model>, openai:<model>@<base_url>, or "
-        "simulated[:seed=N,faults=R,latency=S]. Default: a provider key's model, else "
-        "SimulatedModel.",
+        "simulated[:seed=N,faults=R,latency=S] (the offline stand-in, used only when named). "
+        "Default: the model of a set OPENAI_API_KEY or ANTHROPIC_API_KEY.",
     ),
 ]
 ConcurrencyOpt = Annotated[
@@ -111,11 +111,11 @@ def run(
     """
 
     async def body() -> int:
+        found = load_flow(flow)  # a wrong flow or file is the first thing to fix
+        tally = Tally(total=count_lines(input))
         chosen = choose_model(model)
         if chosen.note:
             note(chosen.note)
-        found = load_flow(flow)
-        tally = Tally(total=count_lines(input))
         prices = prices_for(chosen.model, price)
         async with open_store(store, create=True) as opened:
             engine = Engine(model=chosen.model, store=opened, lease_s=lease, prices=prices)

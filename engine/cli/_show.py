@@ -21,6 +21,8 @@ from rich.tree import Tree
 from engine._observe import TraceLine, trace_lines, usd
 from engine.cli._common import DEFAULT_STORE, STATUS_STYLE, out, run_async
 from engine.cli._decide import decide_lines
+from engine.cli._hints import command_line
+from engine.cli._live import live_view
 from engine.cli._run import StoreOpt
 from engine.cli._stores import find_run, open_store
 from engine.store import Run
@@ -43,16 +45,18 @@ def show(
         async with open_store(store, read_only=True) as opened:
             run = await find_run(opened, run_id, store)
             trace = await opened.load_trace(run.run_id)
+            # No trace until an execution ends; its journal is written as it goes.
+            records = await opened.load_journal(run.run_id) if trace is None else []
         if as_json:
             data = {"run": run.model_dump(mode="json"), "trace": trace}
             out.print_json(json.dumps(data, default=str))
             return
-        out.print(run_panel(run))
+        out.print(run_panel(run, store))
         decide = decide_lines(run, store, decision_names(trace))
         if decide:
             out.print(Text("\n".join(decide)), soft_wrap=True)
         if trace is None:
-            out.print("[dim]no trace stored for this run yet[/]")
+            out.print(live_view(run, records))
             return
         out.print(trace_tree(trace_lines(trace), run))
 
@@ -64,8 +68,11 @@ def status_text(status: str) -> Text:
     return Text(status, style=STATUS_STYLE.get(status, ""))
 
 
-def run_panel(run: Run) -> Panel:
-    """Return a run's summary: flow, status, counts, timings, and why it stopped."""
+def run_panel(run: Run, store: str | None = None) -> Panel:
+    """Return a run's summary: flow, status, counts, timings, and why it stopped.
+
+    ``store`` is the command's ``--store``: the resume hint names it unless it is the default.
+    """
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim")
     grid.add_column()
@@ -83,13 +90,13 @@ def run_panel(run: Run) -> Panel:
     )
     grid.add_row("cost", usd(run.cost_usd) if run.cost_usd is not None else "— (price unknown)")
     if run.error is not None:
-        _error_rows(grid, run)
+        _error_rows(grid, run, store)
     elif run.result is not None:
         grid.add_row("result", Text(_short(json.dumps(run.result, default=str), 400)))
     return Panel(grid, title=Text(f"run {run.run_id}"), title_align="left")
 
 
-def _error_rows(grid: Table, run: Run) -> None:
+def _error_rows(grid: Table, run: Run, store: str | None) -> None:
     error = run.error
     assert error is not None
     grid.add_row("stopped by", Text(error.kind, style="red"))
@@ -99,11 +106,12 @@ def _error_rows(grid: Table, run: Run) -> None:
         grid.add_row("offered", Text(", ".join(error.options)))
     for i, reply in enumerate(error.replies or []):
         grid.add_row(f"reply {i + 1}", Text(_short(reply, 200)))
+    resume = command_line("resume", run.run_id, store=store)  # works as printed
     if run.status == "suspended" and error.menu:
         grid.add_row(
             "resume",
             Text(
-                f"engine resume {run.run_id} (ask again), --model SPEC (another model), "
+                f"{resume} (ask again), --model SPEC (another model), "
                 "or --pick (decide by hand, as below)"
             ),
         )
@@ -112,12 +120,12 @@ def _error_rows(grid: Table, run: Run) -> None:
         grid.add_row(
             "resume",
             Text(
-                f"engine resume {run.run_id} (ask again), --model SPEC (another model), "
+                f"{resume} (ask again), --model SPEC (another model), "
                 f"or --pick '{example}' (decide by hand)"
             ),
         )
     elif run.status in ("failed", "cancelled"):
-        grid.add_row("resume", Text(f"engine resume {run.run_id}"))
+        grid.add_row("resume", Text(resume))
 
 
 def decision_names(trace: Mapping[str, Any] | None) -> dict[str, str]:

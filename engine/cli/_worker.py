@@ -47,9 +47,6 @@ def worker_command(
     --one-shot found no job left), 2 bad usage, 4 the store failed, 130 interrupted before
     the worker started.
     """
-    chosen = choose_model(model)
-    if chosen.note:
-        note(chosen.note)
 
     def resolve(spec: str) -> Model:  # the model a queued resume names
         return choose_model(spec).model
@@ -58,6 +55,9 @@ def worker_command(
         require_queue("engine worker")
         async with open_store(store) as opened:
             pg = require_postgres(opened, store, "engine worker")
+            chosen = choose_model(model)  # inside run_async: a refusal is one error line
+            if chosen.note:
+                note(chosen.note)
             engine = Engine(model=chosen.model, store=pg, lease_s=lease)
             queues = ", ".join(queue) if queue else "all queues"
             err.print(f"worker on {queues}, {concurrency} run(s) at once; Ctrl-C stops it")

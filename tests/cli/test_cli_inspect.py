@@ -96,7 +96,8 @@ def test_resume_one_run_with_a_human_pick(batch: Cli) -> None:
     shown = json.loads(batch("show", run_id, "--json").stdout)
     option = shown["run"]["error"]["options"][0]
     pick = {"call": option, "args": ARGS.get(option, {})}
-    result = batch("resume", run_id, "--pick", json.dumps(pick))
+    # The flow asks the model again after the pick: the resume names one.
+    result = batch("resume", run_id, "--pick", json.dumps(pick), "--model", CLEAN)
     assert result.exit_code == 0, result.output
     assert "completed" in result.stdout
     after = json.loads(batch("show", run_id, "--json").stdout)

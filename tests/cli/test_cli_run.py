@@ -76,11 +76,11 @@ def test_a_malformed_line_is_reported_with_its_number_and_the_rest_run(
     assert stored(tmp_path / "runs.db") == {"T-1": "completed", "T-2": "completed"}
 
 
-def test_without_model_or_keys_it_says_it_uses_simulated_model(cli: Cli, tickets: Path) -> None:
+def test_without_model_or_keys_it_refuses_and_says_how_to_choose(cli: Cli, tickets: Path) -> None:
     result = cli("run", "ticket_routing", "--input", str(tickets))
-    assert result.exit_code == 0, result.output
-    assert "using SimulatedModel" in result.stderr
-    assert "pass --model" in result.stderr
+    assert result.exit_code == 2, result.output  # SimulatedModel runs only when named
+    assert "no model chosen" in result.stderr
+    assert "--model simulated" in result.stderr
 
 
 def test_the_summary_says_why_runs_failed(

@@ -131,7 +131,17 @@ def _worker_process(store_url: str, cwd: Path) -> subprocess.CompletedProcess[st
     """A one-shot worker in a process of its own, whose path lacks the submitter's folders."""
     keep = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENGINE_STORE")}
     return subprocess.run(
-        [sys.executable, "-m", "engine", "worker", "--store", store_url, "--one-shot"],
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "worker",
+            "--store",
+            store_url,
+            "--one-shot",
+            "-m",
+            "simulated",
+        ],
         cwd=cwd,
         env={**keep, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -160,7 +170,7 @@ def test_a_worker_that_cannot_import_the_flow_fails_the_run_and_a_resume_complet
     assert "engine submit --resume p-1" in run["error"]["message"]
     code, out, err = _engine("submit", "--resume", "p-1", "--store", store_url)
     assert code == 0, err
-    code, _, err = _engine("worker", "--store", store_url, "--one-shot")
+    code, _, err = _engine("worker", "--store", store_url, "--one-shot", "-m", "simulated")
     assert code == 0, err
     code, out, _ = _engine("show", "p-1", "--json", "--store", store_url)
     run = json.loads(out)["run"]
