@@ -243,10 +243,15 @@ class ModelLimiter:
         chars = sum(len(m.text) for m in request.messages)
         for tool in request.tools or ():
             chars += len(tool.name) + len(tool.description) + len(str(tool.parameters))
-        if request.max_tokens is not None:
-            reply = request.max_tokens
-        else:
-            reply = max(self._replies) if self._replies else FIRST_REPLY_GUESS
+        reply = max(self._replies) if self._replies else FIRST_REPLY_GUESS
+        settings = request.settings
+        bound = settings.max_tokens if settings is not None else None
+        if bound is None:
+            bound = request.max_tokens
+        if bound is not None:
+            # A reply never outgrows its bound; a loose one (a decision's default) would
+            # only hold tokens back that the reply never takes.
+            reply = min(reply, bound)
         return math.ceil(chars / 4) + reply
 
 

@@ -14,13 +14,23 @@ from typing import TYPE_CHECKING
 from engine._base import REPLY_HEAD, CircuitOpenError, Node, RetryableModelError
 from engine._retries import OnRetry, Transport
 from engine._runtime._hooks import Hooks
+from engine.models import effective_settings
 
 if TYPE_CHECKING:
     from tenacity import AsyncRetrying
 
     from engine.models import Model, Request, Response
 
-__all__ = ["ModelCalls"]
+__all__ = ["ModelCalls", "note_settings"]
+
+
+def note_settings(node: Node, model: object, request: Request) -> None:
+    """Record on ``node`` the settings a call of ``model`` sends (the set fields only)."""
+    settings = effective_settings(getattr(model, "settings", None), request)
+    if settings:
+        node.data["settings"] = settings.set_fields()
+    else:
+        node.data.pop("settings", None)
 
 
 class ModelCalls:
@@ -39,8 +49,11 @@ class ModelCalls:
         self.on_retry = on_retry
 
     async def __call__(self, node: Node, model: Model, request: Request) -> Response:
-        """Make one model call, recording its usage and latency on ``node``."""
+        """Make one model call, recording its settings, usage and latency on ``node``."""
         hooks = self.hooks
+        # Before the call, so a failed call shows them too; a durable run's hooks note those
+        # of the model they call live instead (a resume's model).
+        note_settings(node, model, request)
         try:
             if hooks.passes_model_call:
                 try:

@@ -2,7 +2,9 @@
 
 A failed pick is asked again in the same conversation: the original request, the failed
 reply as the assistant's turn, then a user turn with the problem, the menu and the
-instruction to answer with JSON only. Every attempt is a model call through the decision's
+instruction to answer with JSON only. A long failed reply goes back cut to its head and its
+tail (:func:`cut_reply`): enough for the model to see what it wrote, never enough to overflow
+its context. Every attempt is a model call through the decision's
 :class:`~engine._runtime._calls.ModelCalls` (hooks, transport retries) and a trace node;
 each re-pick fires ``on_retry``.
 """
@@ -21,7 +23,12 @@ from engine._runtime._requests import message, pick_schema
 from engine._runtime._tools import ToolLoop, Toolset
 from engine.models import Message, Model, Request, Response
 
-__all__ = ["Asker"]
+__all__ = ["REPLY_KEPT_HEAD", "REPLY_KEPT_TAIL", "Asker", "cut_reply"]
+
+#: Characters of a failed reply a re-pick sends back: its head and its tail (where a pick
+#: would stand); what lies between is cut, and a marker says how much.
+REPLY_KEPT_HEAD = 1_000
+REPLY_KEPT_TAIL = 500
 
 
 class Asker:
@@ -110,7 +117,7 @@ class Asker:
                 await self._retry_event(attempt, failure.kind, failure.message)
                 if messages is None:
                     messages = list(request.messages)
-                messages.append(message("assistant", text))
+                messages.append(message("assistant", cut_reply(text)))
                 messages.append(
                     message("user", repick_text(failure.kind, failure.message, self.menu.text))
                 )
@@ -137,3 +144,16 @@ class Asker:
         await note_retry(
             RetryEvent("parse", attempt, kind, message, self.node.key), self.calls.on_retry
         )
+
+
+def cut_reply(text: str) -> str:
+    """Return ``text`` as a re-pick sends it back: whole when short, else its head and tail.
+
+    The marker between them says how many characters were cut.
+    """
+    kept = REPLY_KEPT_HEAD + REPLY_KEPT_TAIL
+    # A marker costs about 40 characters: cutting fewer than that would only lengthen it.
+    if len(text) <= kept + 64:
+        return text
+    cut = len(text) - kept
+    return f"{text[:REPLY_KEPT_HEAD]}\n[... {cut:,} characters cut ...]\n{text[-REPLY_KEPT_TAIL:]}"

@@ -14,10 +14,12 @@ from pydantic import TypeAdapter, ValidationError
 
 from engine._decision import PICK_KEY, Menu, Option, choice_schema, pick_schemas
 from engine.models import (
+    DECISION_MAX_TOKENS,
     ChoiceSpec,
     ContentBlock,
     ImageBlock,
     Message,
+    ModelSettings,
     PickSchema,
     Request,
     TextBlock,
@@ -36,10 +38,13 @@ def build_request(
     response_format: dict[str, Any] | None = None,
     menu: Menu | None = None,
     tools: list[ToolSpec] | None = None,
+    settings: ModelSettings | None = None,
 ) -> Request:
     """Build the request of one turn: the system prompt, then one user message of ``blocks``.
 
-    With a ``menu``, its options travel beside the text as the request's ``choices``.
+    With a ``menu``, its options travel beside the text as the request's ``choices``, and
+    the reply is bounded to :data:`~engine.models.DECISION_MAX_TOKENS` tokens unless a
+    settings level (the model's, or ``settings``: the runtime's and the call's) sets one.
     """
     # The hot path of every decision: the parts are validated already (blocks by blocks_of or
     # built here, choices and tools by the menu and toolset), so they are not checked again.
@@ -49,8 +54,18 @@ def build_request(
         )
     messages = [message("system", system)] if system else []
     messages.append(Message.trusted("user", blocks))
-    choices = choice_specs(menu) if menu is not None else None
-    return Request.trusted(messages, tools=tools, response_format=response_format, choices=choices)
+    if menu is None:
+        return Request.trusted(
+            messages, tools=tools, response_format=response_format, settings=settings
+        )
+    return Request.trusted(
+        messages,
+        tools=tools,
+        response_format=response_format,
+        choices=choice_specs(menu),
+        max_tokens=DECISION_MAX_TOKENS,
+        settings=settings,
+    )
 
 
 def message(role: Literal["system", "user", "assistant"], text: str) -> Message:

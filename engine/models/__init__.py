@@ -11,6 +11,7 @@ from engine.models._openai import OpenAIModel
 from engine.models._price import Price, add_cost
 from engine.models._registry import model_from_string
 from engine.models._scripted import ScriptedModel
+from engine.models._settings import DECISION_MAX_TOKENS, ModelSettings, effective_settings
 from engine.models._simulated import Faults, SimulatedModel
 from engine.models._types import (
     ChoiceSpec,
@@ -28,6 +29,7 @@ from engine.models._types import (
 )
 
 __all__ = [
+    "DECISION_MAX_TOKENS",
     "AnthropicModel",
     "ChoiceSpec",
     "ContentBlock",
@@ -35,6 +37,7 @@ __all__ = [
     "ImageBlock",
     "Message",
     "Model",
+    "ModelSettings",
     "OpenAIModel",
     "PickSchema",
     "Price",
@@ -48,5 +51,6 @@ __all__ = [
     "Usage",
     "add_cost",
     "call_cost",
+    "effective_settings",
     "model_from_string",
 ]

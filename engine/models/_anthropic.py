@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from engine._base import ModelError
 from engine.models._price import Price, check_price
 from engine.models._sdk import SDKModel, key_or_none, missing_key
+from engine.models._settings import ModelSettings, effective_settings
 from engine.models._types import (
     ImageBlock,
     Message,
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["AnthropicModel"]
 
 _PROVIDER = "anthropic"
+# The reply bound of a text turn nothing else bounds: Anthropic's API needs one.
+_MAX_TOKENS = 1024
 
 
 class AnthropicModel(SDKModel):
@@ -42,10 +45,17 @@ class AnthropicModel(SDKModel):
         api_key: The key; ``ANTHROPIC_API_KEY`` by default (an empty one counts as none).
         client: A ready ``anthropic.AsyncAnthropic`` to use instead (its own retries are
             turned off: the engine's transport layer retries).
-        max_tokens: The reply's token limit when a request sets none (the API needs one).
+        max_tokens: The reply's token limit (the API needs one). Given, it is the model's
+            own ``max_tokens`` setting (``settings.max_tokens`` wins over it), so it also
+            lifts a decision's default bound; otherwise 1024 when nothing else sets one.
         base_url: Another endpoint speaking the same protocol (a proxy, a test server);
             ``ANTHROPIC_BASE_URL`` by default. A malformed one is a ``ValueError`` here.
         timeout: Seconds the SDK waits for one HTTP response.
+        settings: The model's :class:`~engine.models.ModelSettings` (a runtime's and a
+            call's are laid over them): sent as ``max_tokens`` and ``stop_sequences``, with
+            ``temperature``, ``top_p`` and ``extra`` as body fields (recent SDKs no longer
+            take the first two as arguments); ``seed`` has no place in Anthropic's API and
+            is not sent.
         price: What the model's calls cost (:class:`~engine.Price`, dollars per million
             tokens); ``None`` (the default): the maintained price table's, where it knows the model.
 
@@ -61,13 +71,23 @@ class AnthropicModel(SDKModel):
         *,
         api_key: str | None = None,
         client: AsyncAnthropic | None = None,
-        max_tokens: int = 1024,
+        max_tokens: int | None = None,
         base_url: str | None = None,
         timeout: float = 60.0,
+        settings: ModelSettings | None = None,
         price: Price | None = None,
     ) -> None:
-        super().__init__(model, api_key=api_key, client=client, base_url=base_url, timeout=timeout)
-        self.max_tokens = max_tokens
+        super().__init__(
+            model,
+            api_key=api_key,
+            client=client,
+            base_url=base_url,
+            timeout=timeout,
+            settings=settings,
+        )
+        if max_tokens is not None:
+            self.settings = ModelSettings(max_tokens=max_tokens).merge(self.settings)
+        self.max_tokens = max_tokens if max_tokens is not None else _MAX_TOKENS
         self.price = check_price(price)
 
     def __repr__(self) -> str:
@@ -105,11 +125,23 @@ class AnthropicModel(SDKModel):
 
     def _params(self, request: Request) -> dict[str, Any]:
         system = "\n\n".join(text_of(m) for m in request.messages if m.role == "system")
+        settings = effective_settings(self.settings, request)
         params: dict[str, Any] = {
             "model": request.model or self.model,
-            "max_tokens": request.max_tokens or self.max_tokens,
+            "max_tokens": settings.max_tokens or self.max_tokens,
             "messages": messages(request.messages),
         }
+        if settings.stop is not None:
+            params["stop_sequences"] = list(settings.stop)
+        # Body fields: recent SDKs no longer take temperature and top_p as arguments (newer
+        # models refuse them), but the API still reads them for the models that take them.
+        body = {
+            name: value
+            for name in ("temperature", "top_p")
+            if (value := getattr(settings, name)) is not None
+        }
+        if body or settings.extra:
+            params["extra_body"] = {**body, **(settings.extra or {})}
         if system:
             params["system"] = system
         tools = [

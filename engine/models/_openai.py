@@ -26,6 +26,7 @@ from engine.models._enforcement import (
 )
 from engine.models._price import Price, check_price
 from engine.models._sdk import SDKModel, key_or_none, missing_key
+from engine.models._settings import ModelSettings, effective_settings
 from engine.models._types import (
     ImageBlock,
     Message,
@@ -74,6 +75,10 @@ class OpenAIModel(SDKModel):
             default) is ``"json_schema"`` on OpenAI's own API and ``"text"`` elsewhere.
             Anything else is a ``ValueError`` here.
         timeout: Seconds the SDK waits for one HTTP response.
+        settings: The model's :class:`~engine.models.ModelSettings` (a runtime's and a
+            call's are laid over them): sent as ``temperature``, ``top_p``, ``max_tokens``
+            (``max_completion_tokens`` on OpenAI's API), ``seed``, ``stop``, and ``extra``
+            as extra body fields.
         price: What the model's calls cost (:class:`~engine.Price`, dollars per million
             tokens); ``None`` (the default): the maintained price table's, where it knows the model.
 
@@ -92,9 +97,17 @@ class OpenAIModel(SDKModel):
         client: AsyncOpenAI | None = None,
         enforce: Enforce | bool | None = None,
         timeout: float = 60.0,
+        settings: ModelSettings | None = None,
         price: Price | None = None,
     ) -> None:
-        super().__init__(model, api_key=api_key, client=client, base_url=base_url, timeout=timeout)
+        super().__init__(
+            model,
+            api_key=api_key,
+            client=client,
+            base_url=base_url,
+            timeout=timeout,
+            settings=settings,
+        )
         self._enforce = check_enforce(enforce)
         self.price = check_price(price)
 
@@ -215,11 +228,20 @@ class OpenAIModel(SDKModel):
                 }
                 for t in request.tools
             ]
-        if request.max_tokens is not None:
+        settings = effective_settings(self.settings, request)
+        if settings.max_tokens is not None:
             # OpenAI's newer models only take max_completion_tokens; other servers know
             # max_tokens best.
             key = "max_completion_tokens" if self._official() else "max_tokens"
-            params[key] = request.max_tokens
+            params[key] = settings.max_tokens
+        for name in ("temperature", "top_p", "seed"):
+            value = getattr(settings, name)
+            if value is not None:
+                params[name] = value
+        if settings.stop is not None:
+            params["stop"] = list(settings.stop)
+        if settings.extra:
+            params["extra_body"] = settings.extra
         if request.enforce is None and request.response_format is not None:
             params["response_format"] = request.response_format
         return params
@@ -238,7 +260,8 @@ def _message(message: Message) -> dict[str, Any]:
             }
             for call in message.tool_calls
         ]
-        out["content"] = text_of(message) or None
+        # An empty string, not null: llama-cpp-python's server refuses a null content.
+        out["content"] = text_of(message)
     return out
 
 

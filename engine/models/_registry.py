@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.models._enforcement import Enforce, split_enforce
+from engine.models._settings import ModelSettings
 from engine.models._types import Model
 
 __all__ = ["PREFIXES", "model_from_string"]
@@ -32,6 +34,14 @@ def model_from_string(spec: str | Model) -> Model:
         in which it calls a tool first), ``faults`` (one rate spread over the three reply
         faults) and any fault of :class:`~engine.models.Faults` on its own (``no_json=0.05``).
 
+    Any form takes the model's :class:`~engine.models.ModelSettings` after a ``?``, as
+    ``key=value`` pairs joined by ``&`` (:meth:`ModelSettings.parse`):
+    ``"openai:tiny@http://127.0.0.1:8080/v1?max_tokens=64&temperature=0"``. The first ``?``
+    starts them, so a ``base_url`` holding a query of its own is passed as ``base_url=``.
+    An ``openai:`` model also takes ``enforce=MODE`` there, its
+    :class:`~engine.models.OpenAIModel` ``enforce`` setting (``json_schema``,
+    ``json_object``, ``tool``, ``text`` or ``auto``): ``"openai:tiny@URL?enforce=auto"``.
+
     Raises:
         ValueError: The prefix is unknown, or a part of the string is missing or malformed.
         TypeError: ``spec`` is neither a string nor a model.
@@ -42,9 +52,14 @@ def model_from_string(spec: str | Model) -> Model:
         raise TypeError(
             f"model must be a Model or a string such as 'openai:gpt-4o-mini', got {spec!r}"
         )
-    prefix, _, rest = spec.strip().partition(":")
+    text, ask, query = spec.strip().partition("?")
+    enforce, query = _enforce(query, spec)
+    settings = _settings(query, spec) if ask else None
+    prefix, _, rest = text.partition(":")
+    if enforce is not None and prefix != "openai":
+        raise ValueError(f"model {spec!r}: enforce= is an option of openai: models only")
     if prefix == "simulated":
-        return _simulated(rest, spec)
+        return _simulated(rest, spec, settings)
     if prefix not in PREFIXES:
         valid = "; ".join(PREFIXES.values())
         raise ValueError(f"unknown model {spec!r}; valid forms: {valid}")
@@ -53,16 +68,30 @@ def model_from_string(spec: str | Model) -> Model:
     if prefix == "anthropic":
         from engine.models._anthropic import AnthropicModel
 
-        return AnthropicModel(rest)
+        return AnthropicModel(rest, settings=settings)
     from engine.models._openai import OpenAIModel
 
     model, _, base_url = rest.partition("@")
     if not model or ("@" in rest and not base_url):
         raise ValueError(f"model {spec!r} is malformed; write {PREFIXES['openai']}")
-    return OpenAIModel(model, base_url=base_url or None)
+    return OpenAIModel(model, base_url=base_url or None, settings=settings, enforce=enforce)
 
 
-def _simulated(options: str, spec: str) -> Model:
+def _enforce(query: str, spec: str) -> tuple[Enforce | None, str]:
+    try:
+        return split_enforce(query)
+    except ValueError as exc:
+        raise ValueError(f"model {spec!r}: {exc}") from None
+
+
+def _settings(query: str, spec: str) -> ModelSettings:
+    try:
+        return ModelSettings.parse(query)
+    except ValueError as exc:
+        raise ValueError(f"model {spec!r}: {exc}") from None
+
+
+def _simulated(options: str, spec: str, settings: ModelSettings | None) -> Model:
     from engine.models._simulated import SimulatedModel
 
     kwargs: dict[str, Any] = {}
@@ -73,7 +102,7 @@ def _simulated(options: str, spec: str) -> Model:
             if not sep:
                 key, value = "seed", key
             _apply(key.strip(), value.strip(), kwargs, faults)
-        return SimulatedModel(faults=faults, **kwargs)
+        return SimulatedModel(faults=faults, settings=settings, **kwargs)
     except (ValueError, TypeError) as exc:
         raise ValueError(
             f"model {spec!r}: {exc}; write {PREFIXES['simulated']}, as in simulated:42"

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from engine._base import ScriptExhaustedError
 from engine.models._price import Price, check_price
+from engine.models._settings import ModelSettings, effective_settings
 from engine.models._types import Request, Response, TextBlock, trusted_response
 
 __all__ = ["ScriptedModel"]
@@ -21,10 +22,12 @@ class ScriptedModel:
         replies: A list of reply strings, used one per call in order, or a callable
             ``request -> str`` (sync or async).
         name: The model name reported on replies.
+        settings: The model's own :class:`~engine.models.ModelSettings`.
         price: What the model's calls cost (:class:`~engine.Price`, dollars per million
             tokens); ``None`` (the default): unknown, unless ``Engine(prices=)`` names the model.
 
-    Every request is recorded in :attr:`requests`, in order.
+    Every request is recorded in :attr:`requests`, in order, and the settings each call
+    would have sent (its own laid under the request's) in :attr:`settings_seen`.
     """
 
     def __init__(
@@ -32,13 +35,16 @@ class ScriptedModel:
         replies: Sequence[str] | ReplyFunction,
         *,
         name: str = "scripted",
+        settings: ModelSettings | None = None,
         price: Price | None = None,
     ) -> None:
         if isinstance(replies, str):
             raise TypeError("replies must be a list of strings or a callable, got one string")
         self.name = name
         self.price = check_price(price)
+        self.settings = settings if settings is not None else ModelSettings()
         self.requests: list[Request] = []
+        self.settings_seen: list[ModelSettings] = []
         self._script: list[str] | None = None
         self._fn: ReplyFunction | None = None
         if callable(replies):
@@ -55,6 +61,7 @@ class ScriptedModel:
     async def complete(self, request: Request) -> Response:
         """Record the request and return the next scripted reply."""
         self.requests.append(request)
+        self.settings_seen.append(effective_settings(self.settings, request))
         if self._fn is not None:
             text = self._fn(request)
             if type(text) is not str and inspect.isawaitable(text):

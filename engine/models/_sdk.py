@@ -10,6 +10,7 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from engine._base import AuthenticationError, ModelError, remember_secret
+from engine.models._settings import ModelSettings
 from engine.models._wire import short
 
 __all__ = ["SDKModel", "key_or_none", "missing_key", "url_problem"]
@@ -28,7 +29,10 @@ class SDKModel:
         client: Any,
         base_url: str | None,
         timeout: float,
+        settings: ModelSettings | None = None,
     ) -> None:
+        if settings is not None and not isinstance(settings, ModelSettings):
+            raise TypeError(f"settings must be a ModelSettings, got {settings!r}")
         base_url = base_url or None  # an empty base_url means the default endpoint
         if base_url is not None and (problem := url_problem(base_url)):
             raise ValueError(f"base_url {base_url!r} {problem}")
@@ -36,6 +40,8 @@ class SDKModel:
         self.model = model
         self.base_url = base_url
         self.timeout = timeout
+        #: The model's own settings, under a runtime's and a call's.
+        self.settings = settings if settings is not None else ModelSettings()
         self._api_key = api_key
         remember_secret(api_key)  # never written out: logs, stored errors and tracebacks
         self._given = client

@@ -26,6 +26,7 @@ import anyio
 from engine._base import ModelTimeoutError, ProviderUnavailableError, RateLimitError, Sleep
 from engine.models._fill import fill, wrong_value
 from engine.models._price import Price, check_price
+from engine.models._settings import ModelSettings
 from engine.models._types import ChoiceSpec, Request, Response, ToolCall, trusted_response
 
 __all__ = ["Faults", "SimulatedModel"]
@@ -106,6 +107,8 @@ class SimulatedModel:
         sleep: The sleep used for latency (inject one in tests so they never wait).
         tool_rate: The share of turns offering native tools in which the model calls one
             (with filled arguments) before it answers; it never calls one twice in a row.
+        settings: The model's own :class:`~engine.models.ModelSettings`, kept as
+            :attr:`settings`; its replies do not depend on them.
         price: What the model's calls cost (:class:`~engine.Price`, dollars per million
             tokens); ``None`` (the default): unknown, unless ``Engine(prices=)`` names the model.
 
@@ -125,9 +128,11 @@ class SimulatedModel:
         name: str = "simulated",
         sleep: Sleep | None = None,
         tool_rate: float = 0.0,
+        settings: ModelSettings | None = None,
         price: Price | None = None,
     ) -> None:
         self.seed = seed
+        self.settings = settings if settings is not None else ModelSettings()
         self.faults = faults if isinstance(faults, Faults) else Faults(**dict(faults or {}))
         self.latency = _check_latency(latency)
         self.policy = policy

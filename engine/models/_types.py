@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.models._settings import ModelSettings
+
 __all__ = [
     "ChoiceSpec",
     "ContentBlock",
@@ -122,7 +124,11 @@ class Request(BaseModel):
 
     ``choices`` carries the menu of a decision beside its text. ``enforce``, when set, asks
     the provider to constrain the reply to the menu's schema; a model that cannot ignores
-    it, and the reply is parsed from text as usual.
+    it, and the reply is parsed from text as usual. ``settings`` are the runtime's and the
+    call's :class:`ModelSettings`, merged; a model lays them over its own. ``max_tokens`` is
+    the bound the engine asks for when no settings level sets one (decisions get
+    :data:`~engine.models.DECISION_MAX_TOKENS`); :func:`~engine.models.effective_settings`
+    says what a model sends.
     """
 
     messages: list[Message]
@@ -132,6 +138,7 @@ class Request(BaseModel):
     choices: list[ChoiceSpec] | None = None
     max_tokens: int | None = None
     enforce: PickSchema | None = None
+    settings: ModelSettings | None = None
 
     @classmethod
     def trusted(
@@ -141,10 +148,17 @@ class Request(BaseModel):
         tools: list[ToolSpec] | None = None,
         response_format: dict[str, Any] | None = None,
         choices: list[ChoiceSpec] | None = None,
+        max_tokens: int | None = None,
+        settings: ModelSettings | None = None,
     ) -> Request:
         """Build a request of parts that are already valid, without validating them again."""
         return trusted_request(
-            messages, tools=tools, response_format=response_format, choices=choices
+            messages,
+            tools=tools,
+            response_format=response_format,
+            choices=choices,
+            max_tokens=max_tokens,
+            settings=settings,
         )
 
 
@@ -242,6 +256,8 @@ def trusted_request(
     tools: list[ToolSpec] | None = None,
     response_format: dict[str, Any] | None = None,
     choices: list[ChoiceSpec] | None = None,
+    max_tokens: int | None = None,
+    settings: ModelSettings | None = None,
 ) -> Request:
     """Build a request of validated parts, without validating them again."""
     values = {
@@ -250,10 +266,16 @@ def trusted_request(
         "response_format": response_format,
         "model": None,
         "choices": choices,
-        "max_tokens": None,
+        "max_tokens": max_tokens,
         "enforce": None,
+        "settings": settings,
     }
-    return _trusted(Request, values, {"messages", "tools", "response_format", "choices"})
+    given = {"messages", "tools", "response_format", "choices"}
+    if max_tokens is not None:
+        given.add("max_tokens")
+    if settings is not None:
+        given.add("settings")
+    return _trusted(Request, values, given)
 
 
 def trusted_response(
