@@ -17,7 +17,7 @@ from engine._observe._stored import data_of, executions
 __all__ = ["TraceLine", "render_trace", "trace_lines", "usd"]
 
 _REPLY_CHARS = 60
-_OK = frozenset({"ok", "running"})
+_OK = frozenset({"ok", "running", "waiting"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +92,8 @@ def describe(node: StoredNode) -> str:
     status = node.get("status")
     if status not in _OK and kind != "decision":
         text += f" ✗ {data.get('error', status)}"
+    elif status == "waiting" and kind != "decision":
+        text += " ⏸ waiting"
     return f"{text}{_duration(node)}"
 
 
@@ -118,6 +120,9 @@ def _decision(node: StoredNode) -> str:
         shown = "" if args in (None, "{}", {}) else f" {args}"
         who = "by hand" if attempts == 0 else f"in {attempts} attempt(s)"
         return f"decision {offered} → {data['pick']}{shown} {who}{tail}"
+    if node.get("status") == "waiting":  # a human step, or a model's pick to approve
+        who = "pick" if data.get("by") == "human" else "approval of the model's pick"
+        return f"decision {offered} ⏸ waiting for a person's {who}"
     error = data.get("error", node.get("status"))
     return f"decision {offered} ✗ {error} after {attempts or '?'} attempt(s){tail}"
 

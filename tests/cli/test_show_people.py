@@ -7,6 +7,7 @@ allowed values, default, bounds, description) and a command line whose pick is v
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Annotated, Any, Literal
 
@@ -105,7 +106,7 @@ def test_show_a_suspended_run_says_what_to_decide_and_a_valid_pick(cli: Cli) -> 
         *OPTION_LINES,
         f"pick      engine resume s1 --pick '{pick}' --store {cli.store}",
     ]
-    panel = cli("show", "s1").stdout
+    panel = re.sub(r"[│\s]+", " ", cli("show", "s1").stdout)  # the panel's rows, unwrapped
     assert "or --pick (decide by hand, as below)" in panel
     # The pick it prints settles the run.
     resumed = cli("resume", "s1", "--pick", pick, "--model", "simulated")

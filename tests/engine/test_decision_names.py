@@ -6,6 +6,8 @@ import json
 import re
 from typing import Any
 
+import people_flows as pf
+
 import engine
 from engine import Engine, Runtime, agentic_function, decision
 from engine._observe import RoutingGraph, render_trace
@@ -103,3 +105,22 @@ async def test_trace_tree_shows_the_name_of_a_decision() -> None:
         "   └─ decision check [c1, c2] ✗ DecisionError after 2 attempt(s); failed attempts: "
         "no_action, no_action",
     ]
+
+
+async def test_trace_tree_shows_steps_waiting_for_a_person() -> None:
+    store = await stored(pf.two_people, [])
+    approval = await stored(pf.pay_back, ['{"call": "refund", "args": {"amount": 900}}'])
+    lines = []
+    for kept in (store, approval):
+        (run,) = await kept.list_runs()
+        trace = await kept.load_trace(run.run_id)
+        assert trace is not None
+        lines += [re.sub(r"  [\d.]+ m?s$", "", line) for line in render_trace(trace).splitlines()]
+    assert [line for line in lines if "⏸" in line and "decision" in line] == [
+        "      │  └─ decision legal [escalate, close_ticket] ⏸ waiting for a person's pick",
+        "         └─ decision billing [escalate, close_ticket] ⏸ waiting for a person's pick",
+        "   └─ decision settle [refund, apologise] ⏸ waiting for a person's approval of the"
+        " model's pick",
+    ]
+    assert "✗" not in "\n".join(lines)
+    assert lines[0] == "run people_flows:two_people ⏸ waiting"
