@@ -19,6 +19,7 @@ CASES = {
     "custom_provider.py": ([], "every pick validated against the menu"),
     "openai_compatible.py": ([], "OPENAI_API_KEY is not set"),
     "make_tickets.py": (["--check"], ""),
+    "people_in_the_loop.py": ([], "t-2: completed: refunded 450.00 EUR"),
 }
 
 
