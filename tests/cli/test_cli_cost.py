@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 from cli_support import CLEAN, Cli
 
+#: Two decisions a ticket (tests/cli/cost_flows.py): every run completes on the clean model.
+FLOW = "cost_flows:route"
+
 
 def costs(cli: Cli) -> dict[str, float | None]:
     result = cli("runs", "--json")
@@ -22,7 +25,7 @@ def dollars(text: str) -> float:
 
 
 def test_a_price_gives_each_run_and_the_batch_a_cost(cli: Cli, tickets: Path) -> None:
-    result = cli("run", "ticket_routing", "-i", str(tickets), "-m", CLEAN, "--price", "in=1,out=2")
+    result = cli("run", FLOW, "-i", str(tickets), "-m", CLEAN, "--price", "in=1,out=2")
     assert result.exit_code == 0, result.output
 
     stored = costs(cli)
@@ -49,7 +52,7 @@ def test_a_price_gives_each_run_and_the_batch_a_cost(cli: Cli, tickets: Path) ->
 
 
 def test_without_a_price_the_cost_is_unknown_not_zero(cli: Cli, tickets: Path) -> None:
-    result = cli("run", "ticket_routing", "-i", str(tickets), "-m", CLEAN)
+    result = cli("run", FLOW, "-i", str(tickets), "-m", CLEAN)
     assert result.exit_code == 0, result.output
     assert "cost unknown" in result.stdout
     assert set(costs(cli).values()) == {None}
@@ -63,7 +66,7 @@ def test_without_a_price_the_cost_is_unknown_not_zero(cli: Cli, tickets: Path) -
 
 
 def test_a_bad_price_is_a_usage_error_that_shows_the_form(cli: Cli, tickets: Path) -> None:
-    result = cli("run", "ticket_routing", "-i", str(tickets), "-m", CLEAN, "--price", "0.15")
+    result = cli("run", FLOW, "-i", str(tickets), "-m", CLEAN, "--price", "0.15")
     assert result.exit_code == 2
     assert "--price '0.15'" in result.stderr
     assert "in=0.15,out=0.60" in result.stderr
