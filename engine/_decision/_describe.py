@@ -49,8 +49,13 @@ def describe_menu(options: object) -> list[dict[str, Any]]:
         ValueError: ``options`` is empty, or names an option twice.
     """
     menu = build_menu(options)
-    described = [_option(option) for option in menu.options]
-    safe: list[dict[str, Any]] = json_safe(described)
+    # Kept with the menu as JSON text: a menu offered again is described once, and every
+    # caller gets data of its own to change.
+    text = menu.memo.get("described")
+    if text is None:
+        described = [_option(option) for option in menu.options]
+        text = menu.memo["described"] = json.dumps(json_safe(described), ensure_ascii=False)
+    safe: list[dict[str, Any]] = json.loads(text)
     return safe
 
 

@@ -235,3 +235,11 @@ def test_asked_prompt_is_the_question_without_the_menu() -> None:
     assert len(asked_prompt(long, menu)) == 2000
     assert asked_prompt(long, menu).endswith("…")
     assert asked_prompt([], menu) == ""
+
+
+def test_describe_menu_twice_gives_data_of_its_own() -> None:
+    menu = build_menu(OPTIONS)
+    first, second = describe_menu(menu), describe_menu(menu)
+    assert first == second
+    first[0]["args"].clear()
+    assert describe_menu(menu) == second
