@@ -12,15 +12,12 @@ machine; text from the store is returned as plain lines, never as markup.
 from __future__ import annotations
 
 import json
-import shlex
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from engine._base import mask_secrets
 from engine._decision import example_pick
-from engine.cli._common import store_option
-from engine.cli._stores import same_store
+from engine.cli._hints import command_line
 from engine.store import Run
 
 __all__ = ["decide_lines"]
@@ -201,15 +198,9 @@ def _input(run: Run) -> str:
 
 
 def _command(store: str, verb: str, run_id: str, *args: object) -> str:
-    """A command line to paste: JSON quoted for a shell, the store named unless the default.
-
-    The same form as every hint the CLI prints (``engine resume RUN_ID ... --store URL``).
-    """
-    words = [run_id, *(a if isinstance(a, str) else _json(a) for a in args)]
-    parts = ["engine", verb, *(shlex.quote(word) for word in words)]
-    if not same_store(store, store_option()):
-        parts += ["--store", shlex.quote(mask_secrets(store))]
-    return " ".join(parts)
+    """A command line to paste, as every hint of the CLI: JSON arguments quoted for a shell."""
+    words = [a if isinstance(a, str) else _json(a) for a in args]
+    return command_line(verb, run_id, *words, store=store)
 
 
 def _json(value: object) -> str:
