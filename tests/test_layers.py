@@ -34,6 +34,7 @@ FLOORS: dict[str, int] = {
     "_run": 4,
     "_workers": 5,
     "distributed": 6,
+    "ui": 6,  # the web inspector: cli starts it (engine ui)
     "cli": 7,
     "__init__": 8,
     "__main__": 9,
