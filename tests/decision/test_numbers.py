@@ -199,12 +199,13 @@ def test_numbers_never_turn_a_pick_into_no_action(numbers: list[str], wrapper: s
 
 
 def _seconds(reply: str) -> float:
+    # CPU time of this process, the best of several: other processes' load does not count.
     best = float("inf")
-    for _ in range(3):
-        started = time.perf_counter()
+    for _ in range(5):
+        started = time.process_time()
         with pytest.raises(DecisionError):
             parse_args(reply, OPTIONS)
-        best = min(best, time.perf_counter() - started)
+        best = min(best, time.process_time() - started)
     return best
 
 
@@ -221,7 +222,7 @@ def test_numbers_reading_huge_numbers_stays_linear() -> None:
 
     # Eight times the text: linear reading takes about eight times as long; a quadratic one
     # would take sixty-four.
-    assert ratio < 24, ratio
+    assert ratio < 30, ratio
     assert len(large) > 7 * len(small)
 
 
