@@ -16,7 +16,7 @@ from engine._base import mask_secrets
 from engine._run import unfinished_runs
 from engine.cli._common import DEFAULT_STORE, EXIT_OK, note, out, run_async
 from engine.cli._inputs import working_dir_importable
-from engine.cli._models import ChosenModel, choose_model
+from engine.cli._models import ChosenModel, SettingOpt, choose_model
 from engine.cli._resuming import engine_for, resume_runs
 from engine.cli._run import ConcurrencyOpt, LeaseOpt, ModelOpt, StoreOpt
 from engine.cli._stores import open_store
@@ -27,6 +27,7 @@ __all__ = ["recover"]
 
 def recover(
     model: ModelOpt = None,
+    model_setting: SettingOpt = None,
     lease: LeaseOpt = 60.0,
     concurrency: ConcurrencyOpt = 32,
     store: StoreOpt = DEFAULT_STORE,
@@ -41,7 +42,9 @@ def recover(
     """
 
     async def body() -> int:
-        named = choose_model(model) if model else None  # a typo stops here, before the store
+        named = (  # a typo stops here, before the store
+            choose_model(model, settings=model_setting) if model or model_setting else None
+        )
         working_dir_importable()
         async with open_store(store) as opened:
             return await _recover(opened, named, lease, concurrency, store)

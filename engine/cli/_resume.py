@@ -30,7 +30,7 @@ from engine.cli._common import (
     run_async,
 )
 from engine.cli._inputs import flow_name, working_dir_importable
-from engine.cli._models import ChosenModel, choose_model
+from engine.cli._models import ChosenModel, SettingOpt, choose_model, spec_with_settings
 from engine.cli._resuming import engine_for, flow_not_found, resume_runs
 from engine.cli._run import ConcurrencyOpt, ModelOpt, StoreOpt
 from engine.cli._show import run_panel
@@ -53,6 +53,7 @@ def resume(
         typer.Option(help='Decide by hand, as JSON: {"call": "escalate", "args": {...}}.'),
     ] = None,
     model: ModelOpt = None,
+    model_setting: SettingOpt = None,
     max_retries: Annotated[
         int | None, typer.Option(min=0, help="Re-picks for the decision asked again.")
     ] = None,
@@ -106,14 +107,17 @@ def resume(
     if on_worker:
         if run_id is None:
             abort("--on-worker queues one run's resume; give a RUN_ID with it")
-        run_async(lambda: queue_resume(store, run_id, pick, model, max_retries))
+        queued = spec_with_settings(model, model_setting)
+        run_async(lambda: queue_resume(store, run_id, pick, queued, max_retries))
         return
     if pick is not None and statuses:
         abort("--pick settles one run's decision; give a RUN_ID with it")
 
     async def body() -> int:
         human = parse_pick(pick) if pick is not None else None
-        named = choose_model(model) if model else None  # a typo stops here, before the store
+        named = (  # a typo stops here, before the store
+            choose_model(model, settings=model_setting) if model or model_setting else None
+        )
         flow_filter = flow_name(flow) if flow is not None else None
         working_dir_importable()  # the runs' flows import as `engine run` imported them
         async with open_store(store) as opened:

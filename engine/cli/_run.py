@@ -29,7 +29,7 @@ from engine.cli._common import (
     store_option,
 )
 from engine.cli._inputs import BadLine, Record, count_lines, load_flow, read_records
-from engine.cli._models import choose_model
+from engine.cli._models import SettingOpt, choose_model
 from engine.cli._progress import BatchView, Tally, exit_status, summary
 from engine.cli._stores import open_store, parse_store_url, same_store
 from engine.models import Model, Price
@@ -93,6 +93,7 @@ def run(
     ],
     concurrency: ConcurrencyOpt = 32,
     model: ModelOpt = None,
+    model_setting: SettingOpt = None,
     store: StoreOpt = DEFAULT_STORE,
     timeout: Annotated[
         float | None,
@@ -113,7 +114,7 @@ def run(
     async def body() -> int:
         found = load_flow(flow)  # a wrong flow or file is the first thing to fix
         tally = Tally(total=count_lines(input))
-        chosen = choose_model(model)
+        chosen = choose_model(model, settings=model_setting)
         if chosen.note:
             note(chosen.note)
         prices = prices_for(chosen.model, price)

@@ -31,7 +31,7 @@ from engine.cli._common import (
     store_option,
 )
 from engine.cli._inputs import BadLine, Record, load_flow, read_records
-from engine.cli._models import choose_model
+from engine.cli._models import SettingOpt, choose_model, spec_with_settings
 from engine.cli._run import StoreOpt
 from engine.cli._stores import find_run, open_store
 from engine.store import PostgresStore, Store
@@ -73,6 +73,7 @@ def submit_command(
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="With --resume: the model to ask anew.")
     ] = None,
+    model_setting: SettingOpt = None,
     max_retries: Annotated[
         int | None, typer.Option(min=0, help="With --resume: re-picks for the decision.")
     ] = None,
@@ -90,12 +91,16 @@ def submit_command(
                 "--queue, --priority and --max-concurrency go with FLOW --input: a resume is "
                 "queued on the queue, priority and lane it was submitted with"
             )
-        run_async(lambda: queue_resume(store, resume, pick, model, max_retries))
+        queued = spec_with_settings(model, model_setting)
+        run_async(lambda: queue_resume(store, resume, pick, queued, max_retries))
         return
     if flow is None or input is None:
         abort("give FLOW and --input FILE.jsonl, or --resume RUN_ID")
-    if pick or model or max_retries is not None:
-        abort("--pick, --model and --max-retries go with --resume RUN_ID")
+    if pick or model or model_setting or max_retries is not None:
+        abort(
+            "--pick, --model, --model-setting and --max-retries go with --resume RUN_ID (a "
+            "worker's model takes its settings on `engine worker`)"
+        )
     queue = DEFAULT_QUEUE if queue is None else queue
     code = run_async(
         lambda: _submit(store, flow, input, queue, priority or 0, max_concurrency, id_field)

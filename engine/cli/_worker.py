@@ -14,7 +14,7 @@ import typer
 from engine._run import Engine
 from engine._workers import worker
 from engine.cli._common import DEFAULT_STORE, err, note, run_async
-from engine.cli._models import choose_model
+from engine.cli._models import SettingOpt, choose_model
 from engine.cli._run import ConcurrencyOpt, ModelOpt, StoreOpt
 from engine.cli._stores import open_store
 from engine.cli._submit import require_postgres, require_queue
@@ -27,6 +27,7 @@ def worker_command(
     store: StoreOpt = DEFAULT_STORE,
     concurrency: ConcurrencyOpt = 10,
     model: ModelOpt = None,
+    model_setting: SettingOpt = None,
     queue: Annotated[
         list[str] | None, typer.Option("--queue", "-q", help="Take jobs from this queue only.")
     ] = None,
@@ -55,7 +56,9 @@ def worker_command(
         require_queue("engine worker")
         async with open_store(store) as opened:
             pg = require_postgres(opened, store, "engine worker")
-            chosen = choose_model(model)  # inside run_async: a refusal is one error line
+            # Inside run_async: a refusal is one error line. The settings are this worker's
+            # model's; a queued resume's model carries its own in its name.
+            chosen = choose_model(model, settings=model_setting)
             if chosen.note:
                 note(chosen.note)
             engine = Engine(model=chosen.model, store=pg, lease_s=lease)

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from hypothesis import given
 from hypothesis import strategies as st
 from provider_server import ProviderServer, Reply
+from typer.testing import CliRunner
 
 import engine
 from engine import Engine, Runtime, agentic_function, decision
+from engine.cli import app
 from engine.models import (
     DECISION_MAX_TOKENS,
     AnthropicModel,
@@ -483,3 +488,45 @@ async def test_a_repick_sends_a_short_bad_reply_back_whole() -> None:
     await decision.make("Pick.", OPTIONS, runtime=Runtime(model))
 
     assert model.requests[1].messages[-2].text == bad
+
+
+# -- the command line, through the official SDK -----------------------------------------------
+
+
+@pytest.fixture
+def clean_logging() -> Iterator[None]:
+    """The CLI configures logging for the process; leave the next test the defaults."""
+    yield
+    structlog.reset_defaults()
+    logging.getLogger("engine").setLevel(logging.NOTSET)
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if h.get_name() == "engine-structlog"]:
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)
+
+
+@pytest.mark.usefixtures("clean_logging")
+def test_cli_model_settings_reach_an_openai_compatible_server(
+    server: ProviderServer, openai_at: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    tickets = tmp_path / "tickets.jsonl"
+    line = {"id": "T-1", "customer_id": "C-1", "subject": "Mug", "body": "It broke."}
+    tickets.write_text(json.dumps({**line, "order_id": "A-1", "line_items": []}) + "\n")
+    server.queue(*[Reply(completion("I am not sure.")) for _ in range(4)])
+
+    result = CliRunner().invoke(
+        app,
+        [
+            *("run", "ticket_routing", "--input", str(tickets), "--store", "memory://"),
+            *("--model", f"openai:tiny@{openai_at}?temperature=0"),
+            *("--model-setting", "max_tokens=64", "--model-setting", "extra.top_k=1"),
+        ],
+        env={"OPENAI_API_KEY": None, "ANTHROPIC_API_KEY": None, "ENGINE_STORE": None},
+    )
+
+    assert result.exit_code == 1, result.output  # the ticket suspends: no pick came
+    assert "suspended │    1" in result.stdout
+    bodies = [r.body for r in server.requests]
+    assert len(bodies) == 2  # the decision and its re-pick
+    assert {(b["max_tokens"], b["temperature"], b["top_k"]) for b in bodies} == {(64, 0.0, 1)}
