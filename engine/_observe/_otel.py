@@ -3,7 +3,8 @@
 Every node of a stored trace becomes one span with the node's own start and end times, under
 its parent's span: the run (``invoke_agent <flow>``), frames, decisions, re-picks, steps,
 branches, retries, model calls (``chat <model>``, with ``gen_ai.*`` attributes: operation,
-request and response model, token usage, finish reason) and tool calls (``execute_tool
+request and response model, the request's settings (temperature, top_p, max_tokens, seed,
+stop sequences), token usage, finish reason) and tool calls (``execute_tool
 <name>``). Engine-specific facts ride as ``engine.*`` attributes (the node key, the options
 a decision offered, its pick, attempts and failure kinds).
 
@@ -165,7 +166,23 @@ def _model_attributes(node: StoredNode, data: Mapping[str, Any]) -> dict[str, An
         attrs["gen_ai.response.finish_reasons"] = [str(data["finish_reason"])]
     if data.get("failure"):
         attrs["engine.failure.kind"] = str(data["failure"])
+    settings = data.get("settings")
+    if isinstance(settings, Mapping):  # the model settings the call sent
+        for key, value in settings.items():
+            name = _REQUEST_SETTINGS.get(key)
+            if name is not None:
+                attrs[name] = [str(s) for s in value] if key == "stop" else value
     return attrs
+
+
+#: The GenAI semantic-convention attribute of each model setting that has one.
+_REQUEST_SETTINGS = {
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "seed": "gen_ai.request.seed",
+    "stop": "gen_ai.request.stop_sequences",
+}
 
 
 def _decision_attributes(data: Mapping[str, Any]) -> dict[str, Any]:

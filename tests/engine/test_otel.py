@@ -66,6 +66,8 @@ async def test_model_calls_follow_the_genai_conventions() -> None:
     assert attrs["gen_ai.response.model"] == "scripted"
     assert attrs["gen_ai.usage.input_tokens"] > 0
     assert attrs["gen_ai.response.finish_reasons"] == ("stop",)
+    assert attrs["gen_ai.request.max_tokens"] == 1024  # a decision's default bound
+    assert "gen_ai.request.temperature" not in attrs  # a setting nobody set
     assert attrs["engine.failure.kind"] == "no_action"
     decision = min((s for s in spans if s.name == "decision"), key=lambda s: s.start_time)
     assert decision.attributes["engine.decision.options"] == ("billing", "tech")
