@@ -55,3 +55,16 @@ async def quick(order: str, runtime: Runtime | None = None) -> str:
     """One decision between two values: a batch of these finishes fast."""
     picked: str = await decision.make(f"Order {order}: fast or slow?", ["fast", "slow"])
     return picked
+
+
+@agentic_function(approve=lambda args: args["weight"] > 10)
+async def ship_heavy(priority: Literal["low", "high"], weight: int) -> str:
+    """Ship the order (over 10 kg needs a person's approval)."""
+    return f"shipped {priority} {weight}kg"
+
+
+@agentic_function
+async def heavy(order: str, runtime: Runtime | None = None) -> str:
+    """The model picks; a heavy parcel waits for a person's approval."""
+    picked: str = await decision.make(f"Order {order}.", [ship_heavy, hold], name="heavy")
+    return picked
