@@ -10,6 +10,7 @@ command line and the ``?max_tokens=64&temperature=0`` options of a model string.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -134,16 +135,22 @@ class ModelSettings(BaseModel):
 
     def set_fields(self) -> dict[str, Any]:
         """Return the set fields as JSON values (``stop`` as a list), for traces and journals."""
+        return dict(self._set)
+
+    def __bool__(self) -> bool:
+        """Whether any field is set."""
+        return bool(self._set)
+
+    # Every model call reads these (its trace node records them): worked out once, as the
+    # object is frozen.
+    @functools.cached_property
+    def _set(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name in _FIELDS:
             value = getattr(self, name)
             if value is not None:
                 out[name] = list(value) if name == "stop" else value
         return out
-
-    def __bool__(self) -> bool:
-        """Whether any field is set."""
-        return any(getattr(self, name) is not None for name in _FIELDS)
 
     # -- strings ----------------------------------------------------------------------------
 
@@ -266,10 +273,21 @@ def effective_settings(base: ModelSettings | None, request: _Asking) -> ModelSet
     (a ``Runtime``'s and the call's, merged).
     """
     settings = request.settings
-    if base is None or not base:
-        merged = settings if settings is not None else _EMPTY
-    else:
-        merged = base.merge(settings)
-    if request.max_tokens is not None and merged.max_tokens is None:
-        return merged.merge(ModelSettings(max_tokens=request.max_tokens))
+    bound = request.max_tokens
+    # Every model call asks this, mostly with the same few objects (a model's settings, a
+    # runtime's), so merges are remembered by identity; the entry holds what it names.
+    key = (id(base), id(settings), bound)
+    hit = _MERGED.get(key)
+    if hit is not None and hit[0] is base and hit[1] is settings:
+        return hit[2]
+    merged = (base or _EMPTY).merge(settings)
+    if bound is not None and merged.max_tokens is None:
+        merged = merged.merge(ModelSettings(max_tokens=bound))
+    if len(_MERGED) >= _MERGED_MAX:
+        _MERGED.clear()  # calls that each bring new settings: start over, never grow
+    _MERGED[key] = (base, settings, merged)
     return merged
+
+
+_MERGED: dict[tuple[int, int, int | None], tuple[Any, Any, ModelSettings]] = {}
+_MERGED_MAX = 256
