@@ -52,7 +52,17 @@ def _running(urls: dict[str, str], name: str) -> RealServer:
 def llama_server() -> RealServer:
     """llama-server alone: the fast one (a 4,096-token reply in seconds, where
     llama-cpp-python's server, one thread, takes minutes on a busy machine)."""
+    return _one("llama-server")
+
+
+@pytest.fixture
+def llama_cpp_python() -> RealServer:
+    """llama-cpp-python's server alone: the one that refuses ``json_schema``."""
+    return _one("llama-cpp-python")
+
+
+def _one(name: str) -> RealServer:
     urls = server_urls()
     if not urls:
         pytest.skip("no real server: `make test-servers` starts them (REALSERVER_URLS)")
-    return _running(urls, "llama-server")
+    return _running(urls, name)
