@@ -47,7 +47,8 @@ def test_show_prints_options_where_and_ids_as_written(cli: Cli) -> None:
     assert ":odd[/x]" in text  # the flow
     assert "a[b], [bold]s, [/x]" in text
     assert "run/odd[/x]:0/decision:0" in text
-    assert f"--pick '{json.dumps({'call': 'a[b]', 'args': {}})}'" in text
+    assert f"--pick '{json.dumps({'call': 'a[b]'})}'" in text  # a pick that is valid
+    assert "options   a[b]\n          [bold]s\n          [/x]\n" in text
     assert "decision [a[b], [bold]s, [/x]] ✗ DecisionError" in text
 
 
