@@ -530,3 +530,32 @@ def test_cli_model_settings_reach_an_openai_compatible_server(
     bodies = [r.body for r in server.requests]
     assert len(bodies) == 2  # the decision and its re-pick
     assert {(b["max_tokens"], b["temperature"], b["top_k"]) for b in bodies} == {(64, 0.0, 1)}
+
+
+async def test_a_failed_decision_keeps_every_reply_whole() -> None:
+    bad = "x" * 5_000
+    model = ScriptedModel([bad, bad])
+
+    with pytest.raises(decision.DecisionError) as caught:
+        await decision.make("Pick.", OPTIONS, runtime=Runtime(model))
+
+    assert caught.value.replies == [bad, bad]
+    assert "characters cut" in model.requests[1].messages[-2].text
+
+
+async def test_a_resume_on_another_model_traces_and_journals_that_models_settings() -> None:
+    store = MemoryStore()
+    first = ScriptedModel([PICK, "no pick", "none"], settings=ModelSettings(temperature=0.1))
+    run = await Engine(model=first, store=store).run(two_steps, "t", run_id="r")
+    assert run.status == "suspended"
+
+    other = ScriptedModel(['{"call": "done"}'], settings=ModelSettings(seed=9))
+    resumed = await Engine(model=first, store=store).resume("r", model=other)
+
+    assert resumed.status == "completed", resumed.error
+    trace = await store.load_trace("r")
+    assert trace is not None
+    live = model_nodes(trace)[-1]["data"]["settings"]
+    assert live == {"seed": 9, "max_tokens": DECISION_MAX_TOKENS}  # the other model's own
+    journal = await store.load_journal("r")
+    assert [r.data["settings"] for r in journal if r.kind == "model"][-1] == live
