@@ -159,7 +159,13 @@ def ledger_of(journal: list[JournalRecord]) -> list[dict[str, Any]]:
 
 
 def request_fingerprint(request: Request) -> str:
-    """Fingerprint what a request asks: its messages, tools and offered choices."""
+    """Fingerprint what a request asks: its messages, tools and offered choices.
+
+    Model settings (``request.settings``, ``max_tokens``) and enforcement are left out on
+    purpose: they say how to answer, not what is asked, so a resume with a raised
+    ``max_tokens`` or another temperature replays the journal instead of failing as
+    non-deterministic, and journals written before settings existed keep replaying.
+    """
     parts = [f"{m.role}\x1f{m.text}" for m in request.messages]
     parts.append("\x1f".join(t.name for t in request.tools or ()))
     parts.append("\x1f".join(c.name for c in request.choices or ()))
