@@ -61,7 +61,7 @@ def resume(
         bool, typer.Option("--all-suspended", help="Resume every suspended run.")
     ] = False,
     all_failed: Annotated[
-        bool, typer.Option("--all-failed", help="Resume every failed run (a step raised).")
+        bool, typer.Option("--all-failed", help="Resume every failed run (its flow raised).")
     ] = False,
     all_cancelled: Annotated[
         bool, typer.Option("--all-cancelled", help="Resume every cancelled run (Ctrl-C).")
