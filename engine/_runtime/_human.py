@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from engine._base import Node, json_safe
 from engine._decision import (
     AGENTIC_ATTR,
-    DECISION_FINISH_INSTRUCTION,
     Failure,
     Menu,
     Pick,
     RawPick,
+    asked_prompt,
     describe_menu,
     validate,
 )
@@ -45,14 +45,11 @@ __all__ = [
     "check_on_deadline",
     "check_on_reject",
     "needs_approval",
-    "prompt_of",
     "question",
 ]
 
 #: ``on_deadline=MODEL``: once a human decision's deadline passed, the model picks.
 MODEL: Final = "<model>"
-#: The longest prompt a question keeps (the whole request stays in the journal anyway).
-_PROMPT_CAP = 4000
 
 Question = dict[str, Any]
 #: ``approve=``: always (``True``), or when a predicate on the pick's arguments says so.
@@ -128,7 +125,7 @@ async def approval_of(
     """Ask for a person's approval of a model's pick, when its option declares one."""
     if pick.option.kind != "function" or not needs_approval(pick):
         return None
-    asked = question(node, menu, "approval", prompt_of(request, menu), pick=pick)
+    asked = question(node, menu, "approval", asked_prompt(request.messages, menu), pick=pick)
     return await hooks.approval(node, menu, pick, asked)
 
 
@@ -223,19 +220,6 @@ def _asked_again(request: Request, pick: Pick, reason: str) -> Request:
     )
     again = Message.trusted("user", [TextBlock(text=text)])
     return request.model_copy(update={"messages": [*request.messages, again]})
-
-
-def prompt_of(request: Request, menu: Menu) -> str:
-    """The question a person reads: the request's last user text, without the menu."""
-    text = ""
-    for message in reversed(request.messages):
-        if message.role == "user":
-            text = message.text
-            break
-    for part in (menu.text, DECISION_FINISH_INSTRUCTION):
-        text = text.replace(part, "")
-    text = text.strip()
-    return text if len(text) <= _PROMPT_CAP else text[:_PROMPT_CAP] + " [...]"
 
 
 def question(
