@@ -35,6 +35,9 @@ run: $(STAMP) ## The main job, offline: route 600 tickets, resume the suspended 
 	@echo "  engine runs                                  every run, its status and cost"
 	@echo "  engine graph ticket_routing -o graph.md      the routing graph in a Markdown file"
 
+ui: $(STAMP) ## The web inspector on the main job's store: http://127.0.0.1:8700/
+	$(ENGINE) ui --store $(STORE) --model simulated:1
+
 quickstart: $(STAMP) ## The shortest example: a few tickets through one decision
 	$(BIN)/python examples/quickstart.py
 
@@ -62,4 +65,4 @@ bench: $(STAMP) ## Run the benchmarks (medians, side by side; several minutes)
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
-.PHONY: help install run quickstart test test-servers lint bench clean
+.PHONY: help install run ui quickstart test test-servers lint bench clean

@@ -21,6 +21,7 @@ from engine.cli._run import run
 from engine.cli._runs import prune, runs
 from engine.cli._show import show
 from engine.cli._submit import submit_command
+from engine.cli._ui import ui
 from engine.cli._worker import worker_command
 
 __all__ = ["app"]
@@ -68,3 +69,4 @@ app.command()(graph)
 app.command()(prune)
 app.command("submit")(submit_command)
 app.command("worker")(worker_command)
+app.command()(ui)

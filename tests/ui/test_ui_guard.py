@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -10,31 +9,13 @@ from pathlib import Path
 import anyio
 import pytest
 import ui_flows as flows
-from conftest import Server, start_server
+from ui_support import Server, csrf_of, post, start_server
 
 from engine import Engine
 from engine.models import ScriptedModel
 from engine.store import SQLiteStore
 
 TOKEN = "t-" + "k" * 30
-
-
-def post(
-    server: Server, path: str, fields: dict[str, str], headers: dict[str, str] | None = None
-) -> tuple[int, str]:
-    data = urllib.parse.urlencode(fields).encode()
-    request = urllib.request.Request(server.url + path, data=data, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
-def csrf_of(server: Server, headers: dict[str, str] | None = None) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', server.get("/inbox", headers)[1])
-    assert found is not None
-    return found[1]
 
 
 @pytest.fixture

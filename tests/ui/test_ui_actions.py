@@ -8,8 +8,7 @@ from pathlib import Path
 
 import anyio
 import ui_flows as flows
-from conftest import Server
-from test_guard import csrf_of, post
+from ui_support import Server, csrf_of, post
 
 from engine import Engine
 from engine.models import ScriptedModel
@@ -89,7 +88,8 @@ def test_resume_all_resumes_every_suspended_run(server: Server) -> None:
     assert code == 200
     assert "resuming 3 suspended run(s)" in page
     deadline = time.monotonic() + 20
-    while any(read(server.path, f"r{i}").status == "suspended" for i in range(3)):
+    unsettled = ("suspended", "queued", "running")
+    while any(read(server.path, f"r{i}").status in unsettled for i in range(3)):
         assert time.monotonic() < deadline, "resume all did not resume every run"
         time.sleep(0.1)
     assert {read(server.path, f"r{i}").status for i in range(3)} == {"completed"}

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 import ui_flows as flows
-from conftest import Server, start_server
+from ui_support import Server, start_server
 
 from engine import Engine
 from engine.models import ScriptedModel
@@ -248,7 +248,7 @@ def test_a_request_without_the_token_is_refused_beyond_localhost(
 
 
 def _shot(name: str) -> Path:
-    from conftest import SHOTS
+    from ui_support import SHOTS
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     return SHOTS / f"{name}.png"
