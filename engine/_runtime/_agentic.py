@@ -18,7 +18,8 @@ from tenacity import AsyncRetrying
 from engine._base import RUNTIME_PARAMS, Node, Trace, current_node, current_runtime
 from engine._decision import AGENTIC_ATTR
 from engine._retries import step_policy
-from engine._runtime._human import ApprovalRule, approval_rule
+from engine._runtime._human import approval_rule
+from engine._runtime._questions import ApprovalRule
 
 if TYPE_CHECKING:
     from contextvars import Token

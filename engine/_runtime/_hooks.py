@@ -17,7 +17,7 @@ from engine._base import WaitingForAnswer
 if TYPE_CHECKING:
     from engine._base import Node
     from engine._decision import Menu, Pick
-    from engine._runtime._human import Approval, HumanAsk, Question
+    from engine._runtime._questions import Approval, HumanAsk, Question
     from engine.models import Model, Request, Response
 
 __all__ = ["Hooks", "current_hooks"]

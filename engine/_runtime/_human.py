@@ -13,9 +13,8 @@ park the run, and replay the answer once a person gave it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine._base import Node, json_safe
 from engine._decision import (
@@ -28,17 +27,13 @@ from engine._decision import (
     describe_menu,
     validate,
 )
+from engine._runtime._questions import MODEL, Approval, ApprovalRule, Question
 from engine.models import Message, Request, TextBlock
 
 if TYPE_CHECKING:
     from engine._runtime._hooks import Hooks
 
 __all__ = [
-    "MODEL",
-    "Approval",
-    "ApprovalRule",
-    "HumanAsk",
-    "Question",
     "approval_of",
     "approval_rule",
     "approved",
@@ -47,46 +42,6 @@ __all__ = [
     "needs_approval",
     "question",
 ]
-
-#: ``on_deadline=MODEL``: once a human decision's deadline passed, the model picks.
-MODEL: Final = "<model>"
-
-Question = dict[str, Any]
-#: ``approve=``: always (``True``), or when a predicate on the pick's arguments says so.
-ApprovalRule = bool | Callable[[dict[str, Any]], object] | None
-
-
-@dataclass(frozen=True, slots=True)
-class HumanAsk:
-    """How a human decision is asked: its prompt, and what its deadline does."""
-
-    prompt: str
-    deadline_s: float | None = None
-    #: An option name, a pick ``{"call": ..., "args": {...}}``, or :data:`MODEL`.
-    on_deadline: str | Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Approval:
-    """A person's answer to an approval: ``approve`` (with ``args`` when edited) or ``reject``."""
-
-    verdict: Literal["approve", "edit", "reject"]
-    args: Mapping[str, Any] | None = None
-    reason: str = ""
-
-    @classmethod
-    def of(cls, data: Mapping[str, Any]) -> Approval:
-        """Read an approval journaled as ``{"verdict": ..., "args": ..., "reason": ...}``."""
-        return cls(data["verdict"], data.get("args"), str(data.get("reason") or ""))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The approval as journaled."""
-        data: dict[str, Any] = {"verdict": self.verdict}
-        if self.args is not None:
-            data["args"] = dict(self.args)
-        if self.reason:
-            data["reason"] = self.reason
-        return data
 
 
 def approval_rule(value: object) -> ApprovalRule:
@@ -247,4 +202,3 @@ def question(
     if pick is not None:
         data["pick"] = {"call": pick.option.name, "args": json_safe(dict(pick.args))}
     return data
-

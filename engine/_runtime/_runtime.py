@@ -24,7 +24,8 @@ from engine._runtime._calls import ModelCalls
 from engine._runtime._deadline import check_timeout, deadline
 from engine._runtime._enforcement import Enforce, check_runtime_enforce, enforcement
 from engine._runtime._hooks import current_hooks
-from engine._runtime._human import HumanAsk, approval_of, approved, question
+from engine._runtime._human import approval_of, approved, question
+from engine._runtime._questions import HumanAsk
 from engine._runtime._repick import Asker
 from engine._runtime._requests import Content, blocks_of, build_request
 from engine._runtime._resolve import resolve
