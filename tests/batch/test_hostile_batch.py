@@ -38,9 +38,14 @@ KINDS: dict[str, tuple[str, str, str | None]] = {
     "raw": (f'{{"call": "refund", "args": {{"reason": "{SURROGATE}"}}}}', "suspended", "bad_args"),
     # An argument the option does not take is dropped, whatever its name holds.
     "key": ('{"call": "refund", "args": {"reason": "x", "\\udc00": 1}}', "completed", None),
-    "infinite": ('{"call": "pay", "args": {"amount": 1e999}}', "suspended", "no_action"),
+    # A number out of a float's range keeps its pick a pick: its argument is the error.
+    "infinite": ('{"call": "pay", "args": {"amount": 1e999}}', "suspended", "type_mismatch"),
     "nan": ('{"call": "pay", "args": {"amount": NaN}}', "suspended", "no_action"),
-    "huge": ('{"call": "pay", "args": {"amount": ' + "9" * 5000 + "}}", "suspended", "no_action"),
+    "huge": (
+        '{"call": "pay", "args": {"amount": ' + "9" * 5000 + "}}",
+        "suspended",
+        "type_mismatch",
+    ),
     "deep": (
         '{"call": "refund", "args": {"reason": ' + "[" * 5000 + "]" * 5000 + "}}",
         "suspended",
