@@ -10,8 +10,10 @@ import pg_flows
 import pg_people_flows as ppf
 import pytest
 import structlog
+from typer.testing import CliRunner
 
 from engine import Engine
+from engine.cli import app
 from engine.distributed import request_answer, submit, worker
 from engine.models import ScriptedModel
 from engine.store import PostgresStore, Run
@@ -122,3 +124,22 @@ async def test_a_queued_answer_that_does_not_fit_the_question_is_refused_at_once
         await request_answer(elsewhere, "ghost", approve=True)
     await _work(store, _refund(1))  # nothing was queued: nothing runs
     assert (await _run(store, "t1")).status == "waiting"
+
+
+async def test_engine_answer_on_worker_queues_the_answer_for_a_worker(
+    store: PostgresStore, pg_dsn: str, pg_schema: str
+) -> None:
+    await submit(store, ppf.ask_a_person, ["t1"], run_id=lambda t: t)
+    await _work(store)
+    url = f"{pg_dsn}?schema={pg_schema}"
+    pick = '{"call": "escalate", "args": {"queue": "vip"}}'
+
+    result = await anyio.to_thread.run_sync(
+        lambda: CliRunner().invoke(app, ["answer", "t1", "--on-worker", "--pick", pick, "-s", url])
+    )
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "queued the answer to run t1; a worker will execute it"
+    assert (await _run(store, "t1")).status == "waiting"  # until a worker takes the job
+    await _work(store)
+    assert (await _run(store, "t1")).result == "escalated to vip"
