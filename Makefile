@@ -27,12 +27,15 @@ ENGINE := $(BIN)/engine
 
 run: $(STAMP) ## The main job, offline: route 600 tickets, resume the suspended ones
 	@rm -f $(STORE) $(STORE)-wal $(STORE)-shm  # each demo starts from an empty store
-	@# Exit status 1 says some runs stopped (suspended), as the faults mean them to: resumed next.
+	@# Exit status 1 says some runs stopped (suspended), as the faults mean them to: resumed next;
+	@# or wait for a person: a refund above 500 EUR waits for approval (`engine answer`).
 	$(ENGINE) run ticket_routing --input $(TICKETS) --store $(STORE) --model "$(DEMO_MODEL)" --concurrency 64 || [ $$? -eq 1 ]
-	$(ENGINE) resume --all-suspended --store $(STORE) --model simulated:1
+	$(ENGINE) resume --all-suspended --store $(STORE) --model simulated:1 || [ $$? -eq 1 ]
 	@echo ""
 	@echo "The engine command is in $(BIN) ('source $(BIN)/activate' puts it on PATH). Also:"
 	@echo "  engine runs                                  every run, its status and cost"
+	@echo "  engine runs --status waiting                 refunds above 500 EUR waiting for approval"
+	@echo "  engine answer RUN_ID --approve               approve one (or --edit '{...}', --reject WHY)"
 	@echo "  engine graph ticket_routing -o graph.md      the routing graph in a Markdown file"
 
 ui: $(STAMP) ## The web inspector on the main job's store: http://127.0.0.1:8700/

@@ -13,10 +13,19 @@ handing "what happens next" to the model, with no ``if`` on what the model said.
 
 Every action takes a hidden ``customer_id``: the model never sees or sets it; it is bound
 from the decision's ``context``.
+
+A person stays in the loop for money: a refund above :data:`REFUND_APPROVAL_LIMIT` EUR (or
+``TICKET_REFUND_APPROVAL_LIMIT``, when set) is declared ``approve=``, so when the model
+picks one the run waits (status ``waiting``) before the refund runs, until a person
+approves it as is, edits its arguments, or rejects it (the model is then asked again, told
+why). ``engine runs --status waiting`` lists those runs; ``engine show RUN_ID`` prints the
+pick; ``engine answer RUN_ID --approve`` (or ``--edit '{"amount": 400, ...}'``, ``--reject
+"REASON"``) answers it (docs/people.md).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -27,6 +36,7 @@ from flows._backoffice import find_order, record, search_articles
 
 __all__ = [
     "NATIVE_TOOLS",
+    "REFUND_APPROVAL_LIMIT",
     "Action",
     "Category",
     "ItemCheck",
@@ -41,6 +51,7 @@ __all__ = [
     "get_order",
     "look_up_order",
     "refund",
+    "refund_approval_limit",
     "route_ticket",
     "search_help_center",
 ]
@@ -49,6 +60,16 @@ __all__ = [
 #: them during the turn). When off, the facts are looked up first and put in the prompt,
 #: for models that cannot call tools.
 NATIVE_TOOLS = True
+#: Refunds above this many EUR wait for a person's approval before they run; the
+#: environment variable ``TICKET_REFUND_APPROVAL_LIMIT`` sets another (``inf``: never).
+REFUND_APPROVAL_LIMIT = 500.0
+
+
+def refund_approval_limit() -> float:
+    """The EUR above which a refund waits for approval: the environment's, else the default."""
+    given = os.environ.get("TICKET_REFUND_APPROVAL_LIMIT")
+    return float(given) if given else REFUND_APPROVAL_LIMIT
+
 
 Category = Literal["billing", "shipping", "returns", "technical", "account", "feedback"]
 Verdict = Literal["ok", "damaged", "missing", "wrong_item"]
@@ -113,7 +134,8 @@ class Outcome(BaseModel):
         **_HIDDEN,
         "order_id": {"description": "the order number, like A-10042"},
         "amount": {"description": "EUR to refund, more than 0 and at most 2000"},
-    }
+    },
+    approve=lambda args: args["amount"] > refund_approval_limit(),
 )
 async def refund(
     order_id: str,
@@ -121,7 +143,7 @@ async def refund(
     reason: RefundReason,
     customer_id: str,
 ) -> Action:
-    """Refund part or all of an order (amount in EUR, at most 2000)."""
+    """Refund part or all of an order (amount in EUR, at most 2000; above 500 a person approves)."""
     record("refund", customer_id=customer_id, order_id=order_id, amount=amount, reason=reason)
     return Action(kind="refund", detail={"order_id": order_id, "amount": amount, "reason": reason})
 

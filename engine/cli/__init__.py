@@ -2,6 +2,7 @@
 
 Installed as the ``engine`` command and runnable as ``python -m engine``. One module per
 concern: ``_run`` (run a file), ``_resume``, ``_recover`` (the runs of a process that died),
+``_answer`` (a person answers a waiting run),
 ``_show`` (one run's trace), ``_runs`` (list and prune), ``_graph`` (the routing graph);
 ``_progress`` follows and shows an engine batch of many runs; ``_stores``, ``_models`` and
 ``_inputs`` turn options into objects.
@@ -14,6 +15,7 @@ from typing import Annotated
 import typer
 
 from engine._base import configure_logging
+from engine.cli._answer import answer
 from engine.cli._graph import graph
 from engine.cli._recover import recover
 from engine.cli._resume import resume
@@ -64,6 +66,7 @@ app.command()(run)
 app.command()(runs)
 app.command()(show)
 app.command()(resume)
+app.command()(answer)
 app.command()(recover)
 app.command()(graph)
 app.command()(prune)

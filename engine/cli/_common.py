@@ -47,7 +47,8 @@ DEFAULT_STORE = "sqlite:///engine.db"
 
 #: Every run (or every line of the file) completed; or there was nothing to do.
 EXIT_OK = 0
-#: Some runs stopped (suspended, failed, cancelled), or some lines could not run; the rest did.
+#: Some runs stopped (suspended, failed, cancelled) or wait for a person, or some lines could
+#: not run; the rest did.
 EXIT_STOPPED = 1
 #: Bad usage: an unknown option, a missing argument, a value that does not fit (click's 2).
 EXIT_USAGE = 2
@@ -61,6 +62,7 @@ EXIT_INTERRUPTED = 130
 #: How each run status is coloured, wherever a command prints one.
 STATUS_STYLE = {
     "completed": "green",
+    "waiting": "blue",
     "suspended": "yellow",
     "failed": "red",
     "cancelled": "magenta",

@@ -163,6 +163,7 @@ class BatchView:
                 MofNCompleteColumn(),
                 TextColumn("[cyan]{task.fields[in_flight]}[/] in flight"),
                 TextColumn("[yellow]{task.fields[suspended]}[/] suspended"),
+                TextColumn("[blue]{task.fields[waiting]}[/] waiting"),
                 TextColumn("[red]{task.fields[failed]}[/] failed"),
                 TextColumn("{task.fields[tokens]} tokens"),
                 TextColumn("{task.fields[rate]}/s"),
@@ -232,6 +233,7 @@ class BatchView:
         return {
             "in_flight": str(t.in_flight),
             "suspended": str(t.statuses["suspended"]),
+            "waiting": str(t.statuses["waiting"]),
             "failed": str(
                 t.statuses["failed"] + len(t.not_started) + len(t.skipped) + len(t.duplicates)
             ),
@@ -248,6 +250,10 @@ def summary(tally: Tally, title: str) -> RenderableType:
     for status in ("completed", "suspended", "failed", "cancelled"):
         style = STATUS_STYLE[status]
         table.add_row(Text(status, style=style), str(tally.statuses[status]))
+    if tally.statuses["waiting"]:  # not a failure: a person answers them
+        table.add_row(
+            Text("waiting", style=STATUS_STYLE["waiting"]), str(tally.statuses["waiting"])
+        )
     if tally.timed_out:  # a part of the cancelled row, not a row of its own
         table.add_row(
             Text("  of them timed out (cancelled)", style="dim"), Text(str(tally.timed_out))
@@ -279,6 +285,15 @@ def summary(tally: Tally, title: str) -> RenderableType:
     if tally.stored.keys() - {"completed"}:
         counts = ", ".join(f"{n} {s}" for s, n in tally.stored.most_common())
         parts.append(Text(f"already in the store: {counts}", style="dim"))
+    waiting = tally.stopped.get("waiting", [])
+    if waiting:
+        parts.append(
+            Text(
+                f"{len(waiting)} waiting for a person (engine answer RUN_ID --pick/--approve/"
+                f"--edit/--reject; engine show {waiting[0]} prints the question)",
+                style=STATUS_STYLE["waiting"],
+            )
+        )
     parts.extend(Text(f"line {b.line}: {b.reason}", style="red") for b in tally.skipped[:20])
     if tally.duplicates:
         lines = ", ".join(map(str, tally.duplicates[:10]))

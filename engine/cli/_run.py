@@ -220,6 +220,10 @@ def next_steps(
         lines.append((f"engine show {stopped[0]}{where}", "see why a run stopped"))
     if suspended:
         lines.append((f"engine resume --all-suspended{where}", "ask the failed decisions again"))
+    if tally.stopped.get("waiting"):
+        waiting = tally.stopped["waiting"][0]
+        lines.append((f"engine runs --status waiting{where}", "the runs that wait for a person"))
+        lines.append((f"engine show {waiting}{where}", "its question, and how to answer it"))
     lines.append((f"engine graph {flow}{where}", "the routing graph of the stored runs"))
     out.print("\n[bold]next:[/]")
     for command, why in lines:

@@ -14,6 +14,19 @@ from typer.testing import CliRunner
 from engine.cli._common import err, out
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _no_refund_waits_for_approval() -> Iterator[None]:
+    """Route tickets with no refund waiting for a person, in-process and in child processes.
+
+    These tests check the command line on the ticket-routing flow; its approvals are tested
+    in tests/flows, and ``engine answer`` in test_answer.py on flows of its own. Module-wide,
+    so that a module's own stores are made so too.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TICKET_REFUND_APPROVAL_LIMIT", "inf")
+        yield
+
+
 @pytest.fixture
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cli]:
     """A CLI bound to a fresh SQLite store in a temporary working directory."""

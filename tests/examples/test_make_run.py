@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import anyio
@@ -22,7 +23,9 @@ def outcome(text: str, status: str) -> list[int]:
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_make_run_routes_every_ticket_and_resumes_the_suspended(tmp_path: Path) -> None:
+def test_make_run_routes_every_ticket_resumes_the_suspended_and_holds_big_refunds(
+    tmp_path: Path,
+) -> None:
     store = tmp_path / "engine.db"
     started = time.monotonic()
     # -o: treat the installed stamp as up to date, so the test never reinstalls the venv.
@@ -39,15 +42,23 @@ def test_make_run_routes_every_ticket_and_resumes_the_suspended(tmp_path: Path) 
     assert took < 60
     run_done, resume_done = outcome(result.stdout, "completed")
     [suspended, left] = outcome(result.stdout, "suspended")
+    # A refund above the limit waits for a person's approval, in either command.
+    [run_waiting, resume_waiting] = outcome(result.stdout, "waiting")
     assert suspended > 0  # the faults make some decisions fail
-    assert run_done + suspended == TICKETS
-    assert resume_done == suspended
+    assert run_waiting > 0
+    assert run_done + suspended + run_waiting == TICKETS
+    assert resume_done + resume_waiting == suspended
     assert left == 0
 
-    async def statuses() -> list[str]:
+    async def statuses() -> Counter[str]:
         async with SQLiteStore(store) as opened:
-            return [r.status for r in await opened.list_runs()]
+            return Counter(r.status for r in await opened.list_runs())
 
-    assert anyio.run(statuses) == ["completed"] * TICKETS
+    assert anyio.run(statuses) == {
+        "completed": run_done + resume_done,
+        "waiting": run_waiting + resume_waiting,
+    }
+    assert f"{run_waiting} waiting for a person (engine answer RUN_ID" in result.stdout
+    assert "engine runs --status waiting" in result.stdout
     assert "engine graph ticket_routing" in result.stdout
     assert "engine show " in result.stdout

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import flows.ticket_routing as tr
-from engine import Engine, Runtime
+from engine import DecisionError, Engine, Runtime
 from engine.models import Request, Response, ScriptedModel, ToolCall
 from engine.store import MemoryStore
 from flows._backoffice import LEDGER
@@ -227,3 +227,96 @@ async def test_investigation_with_native_tools_reads_then_picks() -> None:
     assert "Refunds and returns" in results[1].text
     assert [n.name for n in runtime.trace.find("tool_call")] == ["get_order", "search_help_center"]
     assert LEDGER[0]["customer_id"] == "C-7"
+
+
+# -- a refund above the limit waits for a person ------------------------------------------------
+
+BIG_REFUND = {
+    **ORDER_TICKET,
+    "refund": pick("refund", order_id="A-10042", amount=900.0, reason="damaged"),
+}
+
+
+async def waiting_refund(store: MemoryStore) -> None:
+    run = await Engine(model=menu_model(BIG_REFUND), store=store).run(
+        tr.route_ticket, ticket(), run_id="t"
+    )
+    assert run.status == "waiting"
+    assert run.error is not None
+    (question,) = run.error.questions or []
+    assert question["kind"] == "approval"
+    assert question["pick"]["call"] == "refund"
+    assert question["pick"]["args"]["amount"] == 900.0
+    assert "customer_id" not in question["pick"]["args"]  # hidden: never shown, never set
+    assert LEDGER == []  # nothing refunded before a person approved
+
+
+async def test_a_refund_under_the_limit_runs_without_approval() -> None:
+    run = await Engine(model=menu_model(ORDER_TICKET), store=MemoryStore()).run(
+        tr.route_ticket, ticket(), run_id="t"
+    )
+    assert run.status == "completed"
+    assert [e["amount"] for e in LEDGER] == [12.0]
+
+
+async def test_a_refund_above_the_limit_waits_and_an_approval_runs_it() -> None:
+    store = MemoryStore()
+    await waiting_refund(store)
+
+    later = ScriptedModel([])
+    done = await Engine(model=later, store=store).answer("t", approve=True)
+
+    assert done.status == "completed"
+    assert later.calls == 0  # nothing before the approval is asked again
+    assert done.result["action"]["detail"]["amount"] == 900.0
+    assert [(e["kind"], e["amount"], e["customer_id"]) for e in LEDGER] == [
+        ("refund", 900.0, "C-7")
+    ]
+
+
+async def test_an_edited_refund_is_validated_again_and_runs_as_edited() -> None:
+    store = MemoryStore()
+    await waiting_refund(store)
+    engine = Engine(model=ScriptedModel([]), store=store)
+    edit = {"order_id": "A-10042", "amount": 400.0, "reason": "damaged"}
+
+    with pytest.raises(DecisionError, match="amount"):
+        await engine.answer("t", edit={**edit, "amount": 5000})
+    with pytest.raises(DecisionError, match="customer_id"):  # a person sets no hidden field
+        await engine.answer("t", edit={**edit, "customer_id": "C-EVIL"})
+    done = await engine.answer("t", edit=edit)
+
+    assert done.status == "completed"
+    assert [(e["amount"], e["customer_id"]) for e in LEDGER] == [(400.0, "C-7")]
+
+
+async def test_a_rejected_refund_asks_the_model_again_with_the_reason() -> None:
+    store = MemoryStore()
+    await waiting_refund(store)
+    seen: list[str] = []
+
+    def again(request: Request) -> str:
+        seen.append(request.messages[-1].text)
+        return pick("close", resolution="no_action_needed")
+
+    done = await Engine(model=ScriptedModel(again), store=store).answer(
+        "t", reject="refunds above 500 go through the store credit desk"
+    )
+
+    assert done.status == "completed"
+    assert done.result["action"]["kind"] == "close"
+    assert "refunds above 500 go through the store credit desk" in seen[0]
+    assert LEDGER == []
+
+
+@pytest.mark.parametrize(
+    ("limit", "status"), [("inf", "completed"), ("1000", "completed"), ("800", "waiting")]
+)
+async def test_the_environment_sets_the_approval_limit(
+    monkeypatch: pytest.MonkeyPatch, limit: str, status: str
+) -> None:
+    monkeypatch.setenv("TICKET_REFUND_APPROVAL_LIMIT", limit)
+    run = await Engine(model=menu_model(BIG_REFUND), store=MemoryStore()).run(
+        tr.route_ticket, ticket(), run_id="t"
+    )
+    assert run.status == status
