@@ -68,3 +68,8 @@ async def timed(ticket: str) -> str:
         deadline_s=3600,
         on_deadline="close_ticket",
     )
+
+
+async def settle_or_ask_again(ticket: str) -> str:
+    """The model picks; a rejected refund is asked of the model again, with the reason."""
+    return await decision.make(f"Settle {ticket}.", [refund, apologise], name="settle")

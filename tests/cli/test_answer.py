@@ -21,6 +21,7 @@ from cli_support import Cli, write_jsonl
 
 from engine import Engine
 from engine.cli._answer import ONE_ANSWER
+from engine.cli._resuming import NO_MODEL_AFTER_PICK
 from engine.models import ScriptedModel
 from engine.store import JournalRecord, Run, SQLiteStore
 
@@ -366,3 +367,21 @@ def test_a_batch_that_leaves_runs_waiting_says_so_and_how_to_answer(
         result.stdout
     )
     assert "engine runs --status waiting --store" in result.stdout
+
+
+def test_a_rejection_that_asks_the_model_again_needs_a_model(cli: Cli) -> None:
+    waiting(cli, af.settle_or_ask_again, "r1", refund(900))
+
+    result = cli("answer", "r1", "--reject", "too much")
+
+    assert result.exit_code == 1, result.output
+    run, journal = stored(cli, "r1")
+    assert run.status == "failed"  # never SimulatedModel unasked; resumable with --model
+    assert run.error is not None
+    assert run.error.message == NO_MODEL_AFTER_PICK
+    assert [r.data for r in journal if r.kind == "approval"] == [
+        {"verdict": "reject", "reason": "too much"}
+    ]
+    again = cli("answer", "r1", "--reject", "too much")
+    assert again.exit_code == 3
+    assert "error: run r1 is failed, not waiting for an answer; `engine resume r1" in again.stderr
