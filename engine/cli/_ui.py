@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from engine.cli._common import DEFAULT_STORE, CliError, fail, note, out, run_async
+from engine.cli._common import DEFAULT_STORE, CliError, abort, note, out, run_async
 from engine.cli._models import choose_model
 from engine.cli._run import ModelOpt, StoreOpt
 from engine.cli._stores import open_store
@@ -43,7 +43,7 @@ def ui(
     try:
         import engine.ui as web
     except ImportError as exc:
-        fail(f"engine ui needs the ui extra: {INSTALL} (missing: {exc.name or exc})")
+        abort(f"engine ui needs the ui extra: {INSTALL} (missing: {exc.name or exc})")
     local = web.is_local(host)
     if not local and not token:
         token = web.new_token()

@@ -179,7 +179,7 @@ class Pages:
             engine = self.engines.get(sent.get("model", ""))
         except ValueError as exc:
             return RedirectResponse(f"/inbox?note={_quoted(str(exc))}", status_code=303)
-        ids = [r.run_id for r in await self.store.page_runs(status="suspended", limit=1000)]
+        ids = await suspended_ids(self.store)
 
         async def resume_them() -> None:
             async with engine.resume_as_completed(
@@ -204,6 +204,18 @@ class Pages:
                 status_code=403,
             )
         return sent
+
+
+async def suspended_ids(store: Store) -> list[str]:
+    """The ids of every suspended run, read page by page."""
+    ids: list[str] = []
+    after: tuple[float, str] | None = None
+    while True:
+        page = await store.page_runs(status="suspended", after=after, limit=1000)
+        ids += [r.run_id for r in page]
+        if len(page) < 1000:
+            return ids
+        after = (page[-1].created_at, page[-1].run_id)
 
 
 def _quoted(text: str) -> str:

@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import anyio
+import pytest
 from typer.testing import CliRunner
 from ui_support import free_port
 
@@ -83,3 +84,12 @@ def test_engine_ui_beyond_localhost_prints_a_token_link_and_refuses_without_it(
     finally:
         child.terminate()
         child.communicate(timeout=10)  # reads and closes its output
+
+
+def test_engine_ui_without_the_ui_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "engine.ui", None)  # as if starlette were missing
+    result = CliRunner().invoke(app, ["ui"])
+    assert result.exit_code == 2
+    assert 'pip install -e ".[ui]"' in result.output
