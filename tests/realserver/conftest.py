@@ -28,13 +28,7 @@ def _answers(url: str) -> str | None:
 @pytest.fixture(params=SERVERS)
 def server(request: pytest.FixtureRequest) -> RealServer:
     """Each real server in turn; skips when ``REALSERVER_URLS`` is unset (plain ``make test``)."""
-    urls = server_urls()
-    if not urls:
-        pytest.skip(
-            "no real server: `make test-servers` starts llama-cpp-python's server and "
-            "llama-server and runs these tests (REALSERVER_URLS names running ones)"
-        )
-    return _running(urls, str(request.param))
+    return _one(str(request.param))
 
 
 def _running(urls: dict[str, str], name: str) -> RealServer:
@@ -64,5 +58,8 @@ def llama_cpp_python() -> RealServer:
 def _one(name: str) -> RealServer:
     urls = server_urls()
     if not urls:
-        pytest.skip("no real server: `make test-servers` starts them (REALSERVER_URLS)")
+        pytest.skip(
+            "no real server: `make test-servers` starts llama-cpp-python's server and "
+            "llama-server and runs these tests (REALSERVER_URLS names running ones)"
+        )
     return _running(urls, name)

@@ -112,3 +112,13 @@ def stored_runs(db: Path) -> list[Any]:
             return list(await store.list_runs())
 
     return anyio.run(read)
+
+
+def stored_traces(db: Path, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Return the stored trace of each of ``run_ids`` in the SQLite store at ``db``."""
+
+    async def read() -> dict[str, dict[str, Any]]:
+        async with SQLiteStore(db) as store:
+            return {r: await store.load_trace(r) or {} for r in run_ids}
+
+    return anyio.run(read)

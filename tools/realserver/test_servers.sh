@@ -36,6 +36,10 @@ for impl in llama-cpp-python llama-server; do
 done
 
 export REALSERVER_URLS="${urls[0]},${urls[1]}"
-export REALSERVER_LOGS="$REALSERVER_DIR"
-"$PY" -m pytest -q -p no:randomly tests/realserver "$@"
+status=0
+"$PY" -m pytest -q -p no:randomly tests/realserver "$@" || status=$?
+if [ "$status" -ne 0 ]; then
+    echo "[test-servers] the servers' logs: $REALSERVER_DIR/server-PORT.log, ports ${ports[*]}" >&2
+fi
 echo "[test-servers] done in $(($(date +%s) - started)) s" >&2
+exit "$status"
