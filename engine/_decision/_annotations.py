@@ -20,7 +20,7 @@ from pydantic_core import to_jsonable_python
 
 from engine._base import OptionsTypeError
 from engine._decision._check import FieldError, check
-from engine._decision._spec import BASIC, Spec, adapter, hashable
+from engine._decision._spec import BASIC, Spec, adapter, cache_key, hashable
 
 __all__ = ["from_annotation", "inferred", "is_annotation"]
 
@@ -55,7 +55,7 @@ def from_annotation(annotation: object, *, where: str = "parameter") -> Spec:
 
 def _compile(annotation: Any) -> Spec:
     if hashable(annotation):
-        return _cached_spec(annotation)
+        return _cached_spec(cache_key(annotation))
     return _build_spec(annotation)  # unhashable metadata (Annotated[..., {...}])
 
 
@@ -87,7 +87,9 @@ def _build_spec(annotation: Any) -> Spec:
     return replace(spec, enum=_members(spec))
 
 
-_cached_spec = lru_cache(maxsize=1024)(_build_spec)
+@lru_cache(maxsize=1024)
+def _cached_spec(key: Any) -> Spec:
+    return _build_spec(key[0] if isinstance(key, tuple) else key)
 
 
 def _members(spec: Spec) -> tuple[object, ...] | None:

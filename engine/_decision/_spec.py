@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 from pydantic.errors import PydanticUserError
 
-__all__ = ["BASIC", "Kind", "Spec", "adapter", "hashable", "object_schema"]
+__all__ = ["BASIC", "Kind", "Spec", "adapter", "cache_key", "hashable", "object_schema"]
 
 
 def adapter(annotation: Any) -> TypeAdapter[Any]:
@@ -24,12 +24,24 @@ def adapter(annotation: Any) -> TypeAdapter[Any]:
         hash(annotation)
     except TypeError:
         return TypeAdapter(annotation)  # Annotated[..., {...}] and the like: build uncached
-    return _cached_adapter(annotation)
+    return _cached_adapter(cache_key(annotation))
+
+
+def cache_key(annotation: Any) -> object:
+    """The key an annotation is cached under: itself, with its text where equality is loose.
+
+    Typing forms compare by value, and ``Literal["low", "high"] == Literal["high", "low"]``:
+    keyed by the form alone, one cache entry would serve both, and a menu would list the
+    values in the other one's order. A class is its own key.
+    """
+    if isinstance(annotation, type):
+        return annotation
+    return (annotation, repr(annotation))
 
 
 @lru_cache(maxsize=1024)
-def _cached_adapter(annotation: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(annotation)
+def _cached_adapter(key: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(key[0] if isinstance(key, tuple) else key)
 
 
 Kind = Literal["str", "int", "float", "bool", "list", "dict", "object", "model", "any"]
@@ -133,16 +145,16 @@ _JSON_PLACEHOLDER: dict[object, object] = {
 
 def _model_placeholder(annotation: object, label: str) -> object:
     try:
-        text = _placeholder_json(annotation) if hashable(annotation) else None
+        text = _placeholder_json(cache_key(annotation)) if hashable(annotation) else None
         return json.loads(text) if text is not None else _from_json_schema(annotation)
     except (PydanticUserError, TypeError, ValueError):
         return f"<{label}>"  # a type without a JSON Schema still gets a readable hint
 
 
 @lru_cache(maxsize=1024)
-def _placeholder_json(annotation: object) -> str:
+def _placeholder_json(key: object) -> str:
     # Cached as text: callers get a fresh object each time and may change it freely.
-    return json.dumps(_from_json_schema(annotation))
+    return json.dumps(_from_json_schema(key[0] if isinstance(key, tuple) else key))
 
 
 def _from_json_schema(annotation: object) -> object:

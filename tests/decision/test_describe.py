@@ -243,3 +243,17 @@ def test_describe_menu_twice_gives_data_of_its_own() -> None:
     assert first == second
     first[0]["args"].clear()
     assert describe_menu(menu) == second
+
+
+def test_the_same_values_in_another_order_keep_their_own_order() -> None:
+    # Literal["low", "high"] == Literal["high", "low"]: a cache keyed by the form alone would
+    # serve one menu the other's order.
+    def first(level: Literal["high", "low"]) -> None: ...
+
+    def second(level: Literal["low", "high"]) -> None: ...
+
+    (a,) = describe_menu([first])
+    (b,) = describe_menu([second])
+    assert a["args"][0]["enum"] == ["high", "low"]
+    assert b["args"][0]["enum"] == ["low", "high"]
+    assert 'options: "low", "high"' in build_menu([second]).text
