@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine._base import REPLY_HEAD, DecisionError, Node
+from engine._base import REPLY_HEAD, BadRequestError, DecisionError, Node
 from engine._decision import Failure, Menu, Pick, find_pick, repick_text, validate
 from engine._retries import RetryEvent, note_retry
 from engine._runtime._calls import ModelCalls
@@ -80,6 +80,7 @@ class Asker:
         mode = enforcement(getattr(self.runtime, "enforce", "auto"), live, request)
         schema = pick_schema(self.menu) if mode is not None else None
         attempt = 0
+        last = ""  # the last failure's message
         while True:
             if attempt:  # a re-pick is the parse layer's retry (layer 1)
                 mnode = node.child("repick", "repick", attempt=attempt, layer="parse")
@@ -90,11 +91,26 @@ class Asker:
             asked = request
             if schema is not None and (attempt or self.loop is None):
                 asked = request.model_copy(update={"enforce": schema})
-            if self.loop is None:
-                response = await self.calls(mnode, self.model, asked)
-            else:
-                # The turn's tool calls become part of the conversation a re-pick continues.
-                response, messages = await self.loop.run(mnode, asked, self._loop_node)
+            try:
+                if self.loop is None:
+                    response = await self.calls(mnode, self.model, asked)
+                else:
+                    # The turn's tool calls become part of the conversation a re-pick continues.
+                    response, messages = await self.loop.run(mnode, asked, self._loop_node)
+            except BadRequestError as exc:
+                if not attempt:
+                    raise
+                # The provider refused the re-pick (its context cannot hold the conversation,
+                # say): the decision failed as its last reply did, and the run is suspended,
+                # where a resume asks afresh with the original request alone.
+                data["attempts"] = attempt
+                raise DecisionError(
+                    failures[-1],
+                    f"{last}; asking again was refused by the provider ({exc})",
+                    replies=replies,
+                    attempts=attempt,
+                    options=self.menu.names,
+                ) from None
             data["enforcement"] = sent_mode(response, mode if asked is not request else None)
             text = response.text
             replies.append(text)
@@ -103,6 +119,7 @@ class Asker:
                 pick = self._validate(response)
             except Failure as failure:
                 failures.append(failure.kind)
+                last = failure.message
                 mnode.data["failure"] = failure.kind
                 if attempt == self.max_retries:
                     data["attempts"] = attempt + 1
