@@ -16,7 +16,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from engine._base import log
-from engine._observe import usd
+from engine._observe import journal_summary, usd
 from engine.models import Model
 from engine.store import Run, Store
 from engine.ui._actions import Engines, settle, settling_of
@@ -96,10 +96,21 @@ class Pages:
 
     async def _run_values(self, run: Run) -> dict[str, Any]:
         trace = await self.store.load_trace(run.run_id)
+        live = not finished(run)
+        # A running run's trace is stored when its execution ends; its journal, as it goes.
+        journal = (
+            [
+                {"key": r.key, "kind": r.kind, "actor": r.actor or "", "text": journal_summary(r)}
+                for r in await self.store.load_journal(run.run_id)
+            ]
+            if live
+            else []
+        )
         return {
             "run": run,
             "executions": executions_of(trace),
-            "live": not finished(run),
+            "live": live,
+            "journal": journal,
             "settlings": settling_of(run),
         }
 
