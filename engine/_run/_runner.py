@@ -145,9 +145,7 @@ class Runner:
         fn = self.flows.find(run.flow, flow)
         if isinstance(model, str):
             model = model_from_string(model)
-        order = ResumeOrder.answering(
-            run, pick=pick, approval=approval, where=where, model=model
-        )
+        order = ResumeOrder.answering(run, pick=pick, approval=approval, where=where, model=model)
         await self.executor.probe(fn, run, order)  # an invalid answer changes nothing
         return await self._after(fn, await self._execute(fn, run, order))
 
