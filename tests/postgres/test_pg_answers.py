@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 import pg_flows
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 from engine import Engine
 from engine.cli import app
 from engine.distributed import request_answer, submit, worker
-from engine.models import ScriptedModel
+from engine.models import Request, ScriptedModel
 from engine.store import PostgresStore, Run
 
 
@@ -39,8 +40,18 @@ async def elsewhere(pg_dsn: str, pg_schema: str) -> AsyncIterator[PostgresStore]
         await made.close()
 
 
-async def _work(store: PostgresStore, *replies: str) -> None:
-    engine = Engine(model=ScriptedModel(list(replies)), store=store, lease_s=5)
+async def _work(
+    store: PostgresStore, *replies: str, by_ticket: dict[str, str] | None = None
+) -> None:
+    """Let a worker take every job queued; ``by_ticket`` replies by the ticket asked about."""
+    script: Any = list(replies)
+    if by_ticket is not None:
+
+        def script(request: Request) -> str:
+            asked = request.messages[-1].text
+            return next(reply for ticket, reply in by_ticket.items() if f" {ticket}." in asked)
+
+    engine = Engine(model=ScriptedModel(script), store=store, lease_s=5)
     with anyio.fail_after(30):
         await worker(
             engine, concurrency=4, one_shot=True, poll_s=0.1, install_signal_handlers=False
@@ -77,7 +88,8 @@ async def test_an_approval_answered_through_the_queue_lets_the_pick_run(
     store: PostgresStore, elsewhere: PostgresStore
 ) -> None:
     await submit(store, ppf.settle, ["t1", "t2"], run_id=lambda t: t)
-    await _work(store, _refund(900), _refund(800))
+    # The worker runs both at once: each ticket gets its own reply, whichever goes first.
+    await _work(store, by_ticket={"t1": _refund(900), "t2": _refund(800)})
     assert [(await _run(store, t)).status for t in ("t1", "t2")] == ["waiting", "waiting"]
 
     await request_answer(elsewhere, "t1", approve=True)
