@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine._base import Clock, Flow, RunConflictError, log
+from engine._run._flows import flow_name
 from engine._runtime import Approval
 from engine.models import Model
 from engine.store import Run, Store
@@ -83,7 +84,7 @@ class Answers:
         declared (an option, or the model); questions still within their time keep the
         run waiting. Runs another process takes first are left to it.
         """
-        given = {f"{fn.__module__}:{fn.__qualname__}": fn for fn in flows}
+        given = {flow_name(fn): fn for fn in flows}
         now = self.clock()
         done: list[Run] = []
         for run in await self.store.list_runs(status="waiting"):

@@ -145,10 +145,9 @@ class JournalHooks(PeopleHooks, Hooks):
     ) -> Pick:
         """Replay the journaled pick, replay a journaled failure, or decide live and journal it."""
         key = node.key
-        fingerprint = digest(self._fingerprint(request), menu.text)
-        record = self.journal.get("pick", key)
-        if record is not None:
-            return _replay_pick(record, fingerprint, menu, node)
+        fingerprint, replayed = self._journaled(node, menu, request)
+        if replayed is not None:
+            return replayed
         generation = self.journal.failures(key)
         if key == self.order.where:
             if self.order.pick is not None:
@@ -188,8 +187,13 @@ class JournalHooks(PeopleHooks, Hooks):
         await self._write_pick(node.key, fingerprint, menu, pick, "human", 0)
         return pick
 
-    def _replay(self, record: JournalRecord, fingerprint: str, menu: Menu, node: Node) -> Pick:
-        return _replay_pick(record, fingerprint, menu, node)
+    def _journaled(self, node: Node, menu: Menu, request: Request) -> tuple[str, Pick | None]:
+        """The decision's fingerprint, and the pick its journal holds (replayed), if any."""
+        fingerprint = digest(self._fingerprint(request), menu.text)
+        record = self.journal.get("pick", node.key)
+        if record is None:
+            return fingerprint, None
+        return fingerprint, _replay_pick(record, fingerprint, menu, node)
 
     def _replayed_failure(self, key: str, fingerprint: str, menu: Menu) -> DecisionError:
         record = self.journal.get("decision_failed", key)

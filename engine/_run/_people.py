@@ -22,7 +22,6 @@ from engine._base import (
     Clock,
     DecisionError,
     WaitingForAnswer,
-    digest,
     log,
     to_json,
     unencodable,
@@ -55,15 +54,13 @@ class _Hooked(Protocol):
     probe: bool
     clock: Clock
 
-    def _fingerprint(self, request: Request) -> str: ...
-
     async def _write_pick(
         self, key: str, fingerprint: str, menu: Menu, pick: Pick, actor: str, attempts: int
     ) -> None: ...
 
     async def _human_pick(self, node: Node, menu: Menu, fingerprint: str) -> Pick: ...
 
-    def _replay(self, record: JournalRecord, fingerprint: str, menu: Menu, node: Node) -> Pick: ...
+    def _journaled(self, node: Node, menu: Menu, request: Request) -> tuple[str, Pick | None]: ...
 
     def _question_at(self, key: str, fingerprint: str, asked: Question) -> Question: ...
 
@@ -88,10 +85,9 @@ class PeopleHooks:
     ) -> Pick:
         """Replay a person's journaled pick, take the answer this resume brings, or wait."""
         key = node.key
-        fingerprint = digest(self._fingerprint(request), menu.text)
-        record = self.journal.get("pick", key)
-        if record is not None:
-            return self._replay(record, fingerprint, menu, node)
+        fingerprint, replayed = self._journaled(node, menu, request)
+        if replayed is not None:
+            return replayed
         if key == self.order.where and self.order.pick is not None:
             return await self._human_pick(node, menu, fingerprint)
         if self.probe:  # another step's answer is being checked: this one does not wait here

@@ -110,23 +110,12 @@ class Runner:
         flow: Flow | None = None,
     ) -> Run:
         """Resume a stopped run from its journal (see :meth:`Engine.resume`)."""
-        run = await self.store.get_run(run_id)
-        if run is None:
-            raise RunNotFoundError(run_id)
+        run = await self._stored(run_id)
         if run.status == "completed":
             return run
         fn = self.flows.find(run.flow, flow)
-        if isinstance(model, str):
-            model = model_from_string(model)
-        order = ResumeOrder.of(run, pick=pick, model=model, max_retries=max_retries)
-        if pick is not None:
-            await self.executor.probe(fn, run, order)
-        if run.status == "running" and not lease_expired(run):
-            raise RunConflictError(
-                f"run {run_id!r} is running under owner {run.owner!r}; wait for it to stop",
-                run_id=run_id,
-            )
-        return await self._after(fn, await self._execute(fn, run, order))
+        order = ResumeOrder.of(run, pick=pick, model=_model(model), max_retries=max_retries)
+        return await self._go_on(fn, run, order, check=pick is not None)
 
     async def answer(
         self,
@@ -139,14 +128,29 @@ class Runner:
         flow: Flow | None = None,
     ) -> Run:
         """Answer one of a waiting run's questions and go on (see :meth:`Engine.answer`)."""
+        run = await self._stored(run_id)
+        fn = self.flows.find(run.flow, flow)
+        order = ResumeOrder.answering(
+            run, pick=pick, approval=approval, where=where, model=_model(model)
+        )
+        return await self._go_on(fn, run, order, check=True)
+
+    async def _stored(self, run_id: str) -> Run:
         run = await self.store.get_run(run_id)
         if run is None:
             raise RunNotFoundError(run_id)
-        fn = self.flows.find(run.flow, flow)
-        if isinstance(model, str):
-            model = model_from_string(model)
-        order = ResumeOrder.answering(run, pick=pick, approval=approval, where=where, model=model)
-        await self.executor.probe(fn, run, order)  # an invalid answer changes nothing
+        return run
+
+    async def _go_on(self, fn: Flow, run: Run, order: ResumeOrder, *, check: bool) -> Run:
+        """Execute ``run`` from its journal as ``order`` says; ``check`` its person's answer
+        first, by a replay that writes nothing (an invalid one changes nothing)."""
+        if check:
+            await self.executor.probe(fn, run, order)
+        if run.status == "running" and not lease_expired(run):
+            raise RunConflictError(
+                f"run {run.run_id!r} is running under owner {run.owner!r}; wait for it to stop",
+                run_id=run.run_id,
+            )
         return await self._after(fn, await self._execute(fn, run, order))
 
     async def recover(self, *, concurrency: int | None, flows: Iterable[Flow]) -> list[Run]:
@@ -209,3 +213,7 @@ class Runner:
     def _slot(self) -> AbstractAsyncContextManager[object]:
         """Hold one of the engine's run slots (a no-op without ``concurrency=``)."""
         return self._limiter if self._limiter is not None else _NO_LIMIT
+
+
+def _model(model: Model | str | None) -> Model | None:
+    return model_from_string(model) if isinstance(model, str) else model
