@@ -258,7 +258,12 @@ class Runtime:
                 else:
                     with deadline(timeout_s, "decision"):
                         pick = await hooks.decision(node, menu, request, ask)
-                answer = None if human else await approval_of(hooks, node, menu, pick, request)
+                # Only a model's pick of a function option can need a person's approval.
+                answer = (
+                    await approval_of(hooks, node, menu, pick, request)
+                    if human is None and pick.option.kind == "function"
+                    else None
+                )
             except BaseException as exc:
                 node.fail(exc)
                 raise
