@@ -250,7 +250,10 @@ class Executor:
     async def _with_lease(
         self, flow: Flow, holder: Holder, hooks: JournalHooks, trace: Trace
     ) -> Any:
-        """Call the flow with a renewer of its own keeping its lease alive."""
+        """Call the flow with its lease kept alive: by the lease clock, else a renewer."""
+        with self.leases.kept(holder) as kept:
+            if kept:
+                return await self.call_flow(flow, holder.run, hooks, trace)
         error: Exception | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.leases.renew_one, holder)

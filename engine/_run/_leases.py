@@ -5,12 +5,18 @@ process died) may be taken over by another worker. One :class:`Holder` per run c
 latest stored version (shared by the run and its renewer, under a lock), the run's cancel
 scope, and the engine's request to stop it: at its next transition (a drain), or at once.
 A run started by a batch renews no lease of its own: the batch's one renewer renews every
-held lease in one group commit, for hundreds of runs in flight.
+held lease in one group commit, for hundreds of runs in flight. Any other run is renewed by
+the executor's one lease clock (on asyncio): a timer armed while such runs are in flight,
+which every third of a lease renews the leases of all of them at once, so a run costs a
+timer and no task of its own. On another event loop each run keeps a renewer task.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 import anyio
@@ -101,6 +107,59 @@ class Leases:
         self.owner = owner
         self.lease_s = lease_s
         self.holders: dict[str, Holder] = {}
+        #: The runs the lease clock renews, and the clock's armed timer (``None``: idle).
+        self._ticked: dict[int, Holder] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        #: The renewals the clock started and that have not ended (kept from the collector).
+        self._renewals: set[asyncio.Task[None]] = set()
+
+    @contextmanager
+    def kept(self, holder: Holder) -> Iterator[bool]:
+        """Keep ``holder``'s lease alive with the lease clock while the block runs.
+
+        Yields whether the clock keeps it: ``False`` off asyncio, where the caller starts a
+        renewer of its own (:meth:`renew_one`).
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # another event loop (anyio on trio): no clock here
+            yield False
+            return
+        self._ticked[id(holder)] = holder
+        if self._timer is None:
+            self._timer = loop.call_later(self.lease_s / 3, self._tick, loop)
+        try:
+            yield True
+        finally:
+            self._ticked.pop(id(holder), None)
+            if not self._ticked and self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Renew every run the clock keeps (one task, so one group commit), then re-arm."""
+        self._timer = None
+        holders = list(self._ticked.values())
+        if not holders:
+            return
+        task = loop.create_task(self._renew_each(holders))
+        self._renewals.add(task)
+        task.add_done_callback(self._renewals.discard)
+        self._timer = loop.call_later(self.lease_s / 3, self._tick, loop)
+
+    async def _renew_each(self, holders: list[Holder]) -> None:
+        async def one(holder: Holder) -> None:
+            try:
+                kept = await self.renew(holder)
+            except Exception as exc:  # the store failed: the next tick tries again
+                log.warning("lease_renewal_failed", run_id=holder.run.run_id, error=str(exc))
+                return
+            if not kept:  # no longer this owner's: renewed no more
+                self._ticked.pop(id(holder), None)
+
+        async with anyio.create_task_group() as tg:  # concurrent: one group commit
+            for holder in holders:
+                tg.start_soon(one, holder)
 
     async def renew_one(self, holder: Holder) -> None:
         """Renew one run's lease until it is no longer this owner's (cancel to stop)."""

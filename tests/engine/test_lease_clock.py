@@ -1,0 +1,80 @@
+"""Leases of runs started one by one: kept alive while they run, by one clock for them all."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+
+from engine import Engine, Runtime, agentic_function, decision
+from engine.models import ScriptedModel
+from engine.store import Store
+
+LEASE_S = 0.3
+GO = '{"call": "go"}'
+
+
+async def slow_go() -> str:
+    """Take longer than a lease, then go."""
+    await anyio.sleep(LEASE_S * 3)
+    return "went"
+
+
+@agentic_function
+async def slow_flow(item: str, runtime: Runtime | None = None) -> str:
+    """One decision whose step outlasts several leases."""
+    return str(await decision.make(f"Handle {item}.", {"go": slow_go}))
+
+
+async def test_a_lone_run_keeps_its_lease_while_it_outlasts_it(store: Store) -> None:
+    engine = Engine(model=ScriptedModel([GO]), store=store, lease_s=LEASE_S)
+    rival = Engine(model=ScriptedModel([GO]), store=store, lease_s=LEASE_S)
+    seen: list[float] = []
+    taken: list[str] = []
+
+    async def watch() -> None:
+        await anyio.sleep(LEASE_S * 2)  # past the lease it was created with
+        run = await store.get_run("lone")
+        assert run is not None
+        seen.append((run.lease_expires_at or 0) - time.time())
+        taken.extend(r.run_id for r in await rival.recover(flows=[slow_flow]))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        run = await engine.run(slow_flow, "box", run_id="lone")
+
+    assert run.status == "completed"
+    assert run.result == "went"
+    assert seen, "the watcher saw nothing"
+    assert seen[0] > 0, "the lease ran out while the run was still running"
+    assert taken == []  # a live lease: nobody took the run over
+
+
+async def test_many_runs_in_flight_share_the_clock_and_each_keeps_its_lease(
+    store: Store,
+) -> None:
+    engine = Engine(model=ScriptedModel([GO] * 8), store=store, lease_s=LEASE_S)
+    runs: dict[str, object] = {}
+    expired: list[str] = []
+
+    async def one(i: int) -> None:
+        await anyio.sleep(i * LEASE_S / 4)  # started at different points of the clock
+        runs[f"r{i}"] = await engine.run(slow_flow, f"item {i}", run_id=f"r{i}")
+
+    async def watch() -> None:
+        for _ in range(4):
+            await anyio.sleep(LEASE_S / 2)
+            now = time.time()
+            running = await store.list_runs(status="running")
+            expired.extend(r.run_id for r in running if (r.lease_expires_at or 0) < now)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        for i in range(8):
+            tg.start_soon(one, i)
+
+    assert expired == []
+    assert sorted(runs) == [f"r{i}" for i in range(8)]
+    assert all(getattr(r, "status", None) == "completed" for r in runs.values())
+    # The clock is idle again once no run is in flight: nothing is left scheduled.
+    assert engine._executor.leases._timer is None
