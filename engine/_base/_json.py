@@ -6,6 +6,7 @@ import hashlib
 import inspect
 import json
 import math
+import re
 from functools import lru_cache
 from typing import Any, ForwardRef
 
@@ -94,7 +95,31 @@ def unencodable(data: Any, *, max_depth: int = MAX_DEPTH) -> str | None:
     A lone surrogate in a string or a key (UTF-8 has no form for it), a float that is not
     finite, an integer too long to read back, or more than ``max_depth`` containers nested.
     Walked without recursion, so any depth is answered; other types are left to the encoder.
+
+    Data that the standard encoder writes as strict UTF-8 JSON, with fewer brackets than
+    ``max_depth`` and no run of digits near the integer limit, has none of these: it is
+    answered from that one encoding (in C), and only other data is walked to say where.
     """
+    try:
+        text = _STRICT.encode(data)
+        text.encode()  # a lone surrogate has no UTF-8 form
+    except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return _walk(data, max_depth)
+    if text.count("[") + text.count("{") < max_depth and (
+        len(text) < _LONG_DIGITS or _DIGITS.search(text) is None
+    ):
+        return None
+    return _walk(data, max_depth)
+
+
+#: Encodes what JSON can carry, refusing a float that is not finite (``ValueError``).
+_STRICT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+#: A run of digits this long may be an integer near the limit: such data is walked.
+_LONG_DIGITS = 4000
+_DIGITS = re.compile(f"[0-9]{{{_LONG_DIGITS}}}")
+
+
+def _walk(data: Any, max_depth: int) -> str | None:
     stack: list[tuple[Any, int, tuple[Any, ...] | None]] = [(data, 0, None)]
     while stack:
         value, depth, trail = stack.pop()

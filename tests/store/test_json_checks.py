@@ -1,0 +1,68 @@
+"""What JSON cannot carry is found the same way, however the check answers (fast or walked)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine._base._json import MAX_DEPTH, _walk, unencodable
+
+# Text with lone surrogates among it, floats with NaN and infinities, integers past the limit.
+_TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xDFFF), max_size=8)
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([-(10**4250), 2**14_001, 2**13_999])
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | _TEXT
+)
+_DATA = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_TEXT, inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _nested(depth: int) -> Any:
+    data: Any = "leaf"
+    for _ in range(depth):
+        data = {"k": [data]} if depth % 2 else [data]
+    return data
+
+
+@settings(max_examples=400, deadline=None)
+@given(_DATA)
+def test_the_answer_is_the_walks_whatever_the_data(data: Any) -> None:
+    assert unencodable(data) == _walk(data, MAX_DEPTH)
+
+
+@given(st.integers(min_value=MAX_DEPTH - 3, max_value=MAX_DEPTH + 3))
+def test_nesting_near_the_limit_is_answered_as_the_walk_answers(depth: int) -> None:
+    data = _nested(depth)
+    assert unencodable(data) == _walk(data, MAX_DEPTH)
+    assert unencodable(data, max_depth=10) == _walk(data, 10)
+
+
+def test_each_kind_of_problem_is_named_with_its_path() -> None:
+    assert (
+        unencodable({"a": ["x", "bad \ud800"]})
+        == "a lone surrogate '\\ud800' at ['a'][1] (character 4)"
+    )
+    assert unencodable({"f": math.nan}) == "a float that is not finite (nan) at ['f']"
+    assert "an integer of" in (unencodable([2**14_001]) or "")
+    assert unencodable({"ok": [1, 2.5, "text", None, True]}) is None
+    assert unencodable({"obj": object()}) is None  # other types are left to the encoder
+
+
+def test_an_integer_past_the_readers_digit_limit_is_named_as_the_walk_names_it() -> None:
+    for data in ([10**4300], {"n": -(10**4400)}, [1, {"x": 10**5000}]):
+        assert unencodable(data) == _walk(data, MAX_DEPTH)
+        assert "an integer of" in (unencodable(data) or "")
