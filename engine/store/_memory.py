@@ -15,7 +15,7 @@ from engine.store._checks import (
     run_json,
     trace_json,
 )
-from engine.store._paging import PageKey, check_page, count_in_memory, page_in_memory
+from engine.store._paging import PageKey, check_page, page_in_memory
 from engine.store._types import PRUNABLE, JournalRecord, Run, RunStatus
 
 __all__ = ["MemoryStore"]
@@ -28,13 +28,19 @@ class MemoryStore:
     JSON is a :class:`~engine.JournalError` and nothing of the write is kept), what comes back
     is the JSON form of what went in, never an object the caller or the store still holds,
     and a closed store refuses every call.
+
+    What it keeps is text, as a file would: each run as its JSON beside the few fields its
+    writes compare (status, flow, version, owner), each journal record as a tuple of strings
+    and numbers. So a store of many finished runs holds few objects for the garbage collector
+    to walk, and a read builds fresh objects from the text.
     """
 
     def __init__(self) -> None:
-        #: Runs as read back from their JSON, copied on the way out.
-        self._runs: dict[str, Run] = {}
-        #: Each record without its data, and its data as JSON text.
-        self._journals: dict[str, list[tuple[JournalRecord, str]]] = {}
+        #: Each run as JSON text, and its ``(status, flow, version, owner)``.
+        self._runs: dict[str, str] = {}
+        self._index: dict[str, tuple[str, str, int, str | None]] = {}
+        #: Each record as ``(key, kind, fingerprint, actor, created_at, data as JSON)``.
+        self._journals: dict[str, list[_Entry]] = {}
         self._traces: dict[str, str] = {}
         self._closed = False
 
@@ -44,31 +50,27 @@ class MemoryStore:
     async def create_run(self, run: Run) -> tuple[Run, bool]:
         """Insert ``run`` unless its id exists; return the stored run and whether it was new."""
         self._check_open()
-        stored = _stored(run)
+        text = _checked(run)
         existing = self._runs.get(run.run_id)
         if existing is not None:
-            return existing.model_copy(deep=True), False
-        self._runs[run.run_id] = stored
+            return Run.model_validate_json(existing), False
+        self._keep(run, text)
         self._journals[run.run_id] = []
         return run.model_copy(), True
 
     async def get_run(self, run_id: str) -> Run | None:
         """Return a copy of the run, or ``None``."""
         self._check_open()
-        run = self._runs.get(run_id)
-        return run.model_copy(deep=True) if run is not None else None
+        text = self._runs.get(run_id)
+        return Run.model_validate_json(text) if text is not None else None
 
     async def list_runs(
         self, *, status: RunStatus | None = None, flow: str | None = None, limit: int | None = None
     ) -> list[Run]:
         """Return runs oldest first, optionally filtered."""
         self._check_open()
-        runs = [
-            r
-            for r in sorted(self._runs.values(), key=lambda r: (r.created_at, r.run_id))
-            if (status is None or r.status == status) and (flow is None or r.flow == flow)
-        ]
-        return [r.model_copy(deep=True) for r in runs[:limit]]
+        runs = sorted(self._read(status, flow), key=lambda r: (r.created_at, r.run_id))
+        return runs[:limit]
 
     async def page_runs(
         self,
@@ -82,22 +84,25 @@ class MemoryStore:
         """Return a page of runs, newest first; see :meth:`engine.store.Store.page_runs`."""
         check_page(after, limit)
         self._check_open()
-        return page_in_memory(self._runs.values(), status, flow, search, after, limit)
+        return page_in_memory(self._read(status, flow), status, flow, search, after, limit)
 
     async def count_runs_by_status(self) -> dict[str, int]:
         """Return how many runs the store holds in each status."""
         self._check_open()
-        return count_in_memory(self._runs.values())
+        counts: dict[str, int] = {}
+        for run_status, _, _, _ in self._index.values():
+            counts[run_status] = counts.get(run_status, 0) + 1
+        return counts
 
     async def update_run(self, run: Run, *, expected_version: int) -> Run | None:
         """Compare-and-set on the run's version."""
         self._check_open()
         new = next_version(run, expected_version)
-        stored = _stored(new)
-        current = self._runs.get(run.run_id)
-        if current is None or current.version != expected_version:
+        text = _checked(new)
+        current = self._index.get(run.run_id)
+        if current is None or current[2] != expected_version:
             return None
-        self._runs[run.run_id] = stored
+        self._keep(new, text)
         return new
 
     async def finish_run(
@@ -132,18 +137,23 @@ class MemoryStore:
         """
         self._check_open()
         entries = _entries(run_id, records)
-        run = self._runs.get(run_id)
-        check_fence(
-            run_id, owner, exists=run is not None, holder=None if run is None else run.owner
-        )
+        row = self._index.get(run_id)
+        check_fence(run_id, owner, exists=row is not None, holder=None if row is None else row[3])
         self._journals[run_id].extend(entries)
 
     async def load_journal(self, run_id: str) -> list[JournalRecord]:
         """Return the journal in append order."""
         self._check_open()
         return [
-            record.model_copy(update={"data": json.loads(data)})
-            for record, data in self._journals.get(run_id, [])
+            JournalRecord(
+                key=key,
+                kind=kind,
+                fingerprint=fingerprint,
+                actor=actor,
+                data=json.loads(data),
+                created_at=created_at,
+            )
+            for key, kind, fingerprint, actor, created_at, data in self._journals.get(run_id, [])
         ]
 
     async def save_trace(self, run_id: str, trace: dict[str, Any]) -> None:
@@ -164,6 +174,7 @@ class MemoryStore:
         for run_id in run_ids:
             if self._runs.pop(run_id, None) is not None:
                 count += 1
+            self._index.pop(run_id, None)
             self._journals.pop(run_id, None)
             self._traces.pop(run_id, None)
         return count
@@ -179,25 +190,46 @@ class MemoryStore:
         """Delete old finished runs; see :meth:`engine.store.Store.prune`."""
         check_prune(older_than_s, keep_last)
         self._check_open()
-        done = [r for r in self._runs.values() if r.status in statuses]
+        done = [r for status in set(statuses) for r in self._read(status, None)]
         doomed = prune_victims(done, older_than_s=older_than_s, keep_last=keep_last)
         return len(doomed) if dry_run else await self.delete_runs(doomed)
 
     async def close(self) -> None:
         """Drop everything kept; every later call raises. Idempotent."""
         self._closed = True
-        self._runs, self._journals, self._traces = {}, {}, {}
+        self._runs, self._index, self._journals, self._traces = {}, {}, {}, {}
+
+    def _keep(self, run: Run, text: str) -> None:
+        self._runs[run.run_id] = text
+        self._index[run.run_id] = (run.status, run.flow, run.version, run.owner)
+
+    def _read(self, status: str | None, flow: str | None) -> list[Run]:
+        """Return the runs of ``status`` and ``flow`` (any when ``None``), read from their JSON."""
+        return [
+            Run.model_validate_json(self._runs[run_id])
+            for run_id, (run_status, run_flow, _, _) in self._index.items()
+            if (status is None or run_status == status) and (flow is None or run_flow == flow)
+        ]
 
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed; open a new store (its runs went with it)")
 
 
-def _stored(run: Run) -> Run:
-    """Return the run as a store reads it back: from its JSON (a ``JournalError`` if none)."""
-    return Run.model_validate_json(run_json(run))
+#: A journal record as kept: key, kind, fingerprint, actor, created_at, its data as JSON.
+_Entry = tuple[str, str, str, str | None, float, str]
 
 
-def _entries(run_id: str, records: Sequence[JournalRecord]) -> list[tuple[JournalRecord, str]]:
-    """Return each record without its data, beside its data as JSON; all or none."""
-    return [(r.model_copy(update={"data": None}), record_json(run_id, r)) for r in records]
+def _checked(run: Run) -> str:
+    """Return the run's JSON, checked to read back as a run (a ``JournalError`` if not)."""
+    text = run_json(run)
+    Run.model_validate_json(text)
+    return text
+
+
+def _entries(run_id: str, records: Sequence[JournalRecord]) -> list[_Entry]:
+    """Return each record as kept, its data as JSON; all or none."""
+    return [
+        (r.key, r.kind, r.fingerprint, r.actor, r.created_at, record_json(run_id, r))
+        for r in records
+    ]

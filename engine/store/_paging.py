@@ -19,7 +19,6 @@ __all__ = [
     "POSTGRES_COUNTS",
     "PageKey",
     "check_page",
-    "count_in_memory",
     "counts_of",
     "page_in_memory",
     "page_sql",
@@ -107,14 +106,6 @@ def page_in_memory(
     ]
     chosen.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
     return [r.model_copy(deep=True) for r in chosen[:limit]]
-
-
-def count_in_memory(runs: Iterable[Run]) -> dict[str, int]:
-    """Count runs by status."""
-    counts: dict[str, int] = {}
-    for run in runs:
-        counts[run.status] = counts.get(run.status, 0) + 1
-    return counts
 
 
 def counts_of(rows: Sequence[Sequence[Any]]) -> dict[str, int]:
