@@ -71,7 +71,18 @@ def trace_json(run_id: str, trace: dict[str, Any]) -> str:
 
 # What pydantic writes but JSON readers refuse or misread: the bare constants it writes for
 # a float that is not finite, and integers longer than Python reads back (4,300 digits).
-_SUSPECT = re.compile(r"NaN|Infinity|[0-9]{4300}")
+_LONG_NUMBER = re.compile(r"[0-9]{4300}")
+
+
+def _suspect(text: str) -> bool:
+    """Whether ``text`` may hold what a JSON reader refuses (substring tests first: in C)."""
+    return (
+        "NaN" in text
+        or "Infinity" in text
+        or (len(text) >= 4300 and _LONG_NUMBER.search(text) is not None)
+    )
+
+
 #: The deepest nesting of a run's JSON (the run's own object included) that reads back.
 _RUN_DEPTH = 200
 
@@ -86,7 +97,7 @@ def _encode(encode: Callable[[], str], data: Callable[[], Any], what: str) -> st
         text = encode()
     except pydantic_core.PydanticSerializationError as exc:
         raise _not_json(what, unencodable(data()) or str(exc)) from exc
-    if _SUSPECT.search(text) is not None:
+    if _suspect(text):
         problem = unencodable(data())
         if problem is not None:
             raise _not_json(what, problem)

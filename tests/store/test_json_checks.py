@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine._base._json import MAX_DEPTH, _walk, unencodable
+from engine._base._json import MAX_DEPTH, _walk, json_safe, unencodable
 
 # Text with lone surrogates among it, floats with NaN and infinities, integers past the limit.
 _TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xDFFF), max_size=8)
@@ -66,3 +67,16 @@ def test_an_integer_past_the_readers_digit_limit_is_named_as_the_walk_names_it()
     for data in ([10**4300], {"n": -(10**4400)}, [1, {"x": 10**5000}]):
         assert unencodable(data) == _walk(data, MAX_DEPTH)
         assert "an integer of" in (unencodable(data) or "")
+
+
+@settings(max_examples=400, deadline=None)
+@given(_DATA)
+def test_made_safe_data_is_what_the_walk_makes_it_and_always_encodes(data: Any) -> None:
+    safe = json_safe(data)
+    walked = json_safe(data, 1)  # below the top: always walked
+    strict = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+    strict.encode(safe).encode()  # strict UTF-8 JSON: nothing JSON cannot carry is left
+    # The same data, read as JSON reads it (tuples as lists, keys as text).
+    assert json.loads(strict.encode(safe)) == json.loads(strict.encode(walked))
+    if type(data) in (dict, list):
+        assert safe is not data  # a fresh copy, never the caller's own object
