@@ -49,6 +49,7 @@ from engine._base._json import (
     unencodable,
 )
 from engine._base._log import configure_logging, log
+from engine._base._scopes import cancel_scope
 from engine._base._secrets import mask_secrets, remember_secret
 from engine._base._status import (
     CANCELLABLE,
@@ -127,6 +128,7 @@ __all__ = [
     "Trace",
     "WaitingForAnswer",
     "can_move",
+    "cancel_scope",
     "check_replayable",
     "claim",
     "configure_logging",

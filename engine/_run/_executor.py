@@ -31,6 +31,7 @@ from engine._base import (
     RunConflictError,
     Trace,
     WaitingForAnswer,
+    cancel_scope,
     claim,
     current_node,
     current_run_id,
@@ -140,7 +141,7 @@ class Executor:
             started_at=now,
         )
         # Shielded: a run that exists must also be executed here, or be recorded as cut.
-        with anyio.CancelScope(shield=True):
+        with cancel_scope(shield=True):
             stored, created = await self.store.create_run(record)
         if not created:
             return stored, False
@@ -184,7 +185,7 @@ class Executor:
             outcome = await self._run(flow, holder, hooks, trace, timeout_s)
         except BaseException:  # cancelled from outside: record where it stands, then go on
             self.holders.pop(run.run_id, None)
-            with anyio.CancelScope(shield=True):
+            with cancel_scope(shield=True):
                 await self._finish(holder, hooks, trace, Outcome(stopped="cancelled"))
             holder.finish()
             raise
@@ -192,7 +193,7 @@ class Executor:
         try:
             # Shielded: the outcome is known, and a cancel arriving now must not leave the
             # run stored as running (the store bounds the write).
-            with anyio.CancelScope(shield=True):
+            with cancel_scope(shield=True):
                 stored = await self._finish(holder, hooks, trace, outcome)
         finally:
             holder.finish()
@@ -214,7 +215,7 @@ class Executor:
         """Run the flow in the run's own cancel scope; return how it ended."""
         deadline, why, limit = self._deadline(holder.run, timeout_s)
         outcome = Outcome()
-        with anyio.CancelScope(deadline=deadline) as scope:
+        with cancel_scope(deadline=deadline) as scope:
             holder.scope = scope
             try:
                 if hooks.order.retry is not None:

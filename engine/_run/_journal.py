@@ -12,9 +12,7 @@ import hashlib
 import re
 from typing import Any
 
-import anyio
-
-from engine._base import DecisionError, NonDeterminismError, json_safe
+from engine._base import DecisionError, NonDeterminismError, cancel_scope, json_safe
 from engine._retries import RetryLedger
 from engine.models import Request
 from engine.store import JournalKind, JournalRecord, Store
@@ -131,7 +129,7 @@ class Journal:
         # The records must land even when the run is being cancelled: shield the write. The
         # store bounds it (SQLite's busy timeout, a database statement timeout), so a stuck
         # store raises instead of hanging the cancellation.
-        with anyio.CancelScope(shield=True):
+        with cancel_scope(shield=True):
             await self.store.append(self.run_id, batch, owner=self.owner)
         self._records[(record.kind, record.key)] = record
 

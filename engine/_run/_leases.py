@@ -21,7 +21,7 @@ from contextvars import ContextVar
 
 import anyio
 
-from engine._base import STATUSES, UNFINISHED, log
+from engine._base import STATUSES, UNFINISHED, cancel_scope, log
 from engine.store import Run, Store
 
 __all__ = ["BATCH_RENEWED", "Halt", "Holder", "Leases", "lease_expired", "unfinished_runs"]
@@ -184,7 +184,7 @@ class Leases:
             run = holder.run
             if run.owner != self.owner or run.status != "running":
                 return False
-            with anyio.CancelScope(shield=True):
+            with cancel_scope(shield=True):
                 renewed = await self.store.update_run(
                     run.model_copy(update={"lease_expires_at": time.time() + self.lease_s}),
                     expected_version=run.version,

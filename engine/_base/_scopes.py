@@ -1,0 +1,27 @@
+"""Cancel scopes for the per-transition path: anyio's own, without a backend lookup each.
+
+``anyio.CancelScope(...)`` finds the running backend on every call, which costs about as much
+as the scope itself. On asyncio the class it makes is found once and made directly: the same
+scope, the same semantics. On any other event loop it is anyio's call as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import anyio
+
+__all__ = ["cancel_scope"]
+
+_ASYNCIO_SCOPE: type[anyio.CancelScope] | None = None
+
+
+def cancel_scope(*, deadline: float = math.inf, shield: bool = False) -> anyio.CancelScope:
+    """Return ``anyio.CancelScope(deadline=deadline, shield=shield)`` for the running loop."""
+    global _ASYNCIO_SCOPE
+    if asyncio._get_running_loop() is not None:
+        if _ASYNCIO_SCOPE is None:
+            _ASYNCIO_SCOPE = type(anyio.CancelScope())
+        return _ASYNCIO_SCOPE(deadline=deadline, shield=shield)
+    return anyio.CancelScope(deadline=deadline, shield=shield)

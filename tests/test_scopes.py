@@ -1,0 +1,29 @@
+"""The hot path's cancel scopes behave as anyio's: a shield holds, a deadline cancels."""
+
+from __future__ import annotations
+
+import anyio
+
+from engine._base import cancel_scope
+
+
+async def test_a_shielded_scope_finishes_its_work_through_a_cancel() -> None:
+    done: list[str] = []
+    async with anyio.create_task_group() as tg:
+
+        async def work() -> None:
+            with cancel_scope(shield=True):
+                await anyio.sleep(0.05)
+                done.append("landed")
+
+        tg.start_soon(work)
+        await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    assert done == ["landed"]
+
+
+async def test_a_deadline_cancels_the_block_and_is_caught_by_its_scope() -> None:
+    with cancel_scope(deadline=anyio.current_time() + 0.01) as scope:
+        await anyio.sleep(1)
+    assert scope.cancelled_caught
+    assert isinstance(scope, anyio.CancelScope)
