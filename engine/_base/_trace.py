@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import time
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
 from engine._base._errors import WaitingForAnswer
-from engine._base._json import json_safe
+from engine._base._json import _MAX_INT_BITS, json_safe
 
 __all__ = ["Node", "NodeKind", "StoredExecution", "StoredNode", "StoredTrace", "Trace", "failed_at"]
 
@@ -197,6 +198,9 @@ class Node:
         output holding a lone surrogate, say, is exported escaped, so the trace of a run is
         stored whatever its values held.
         """
+        trace = self.trace
+        started = trace._wall0 + (self._t0 - trace._t0)
+        duration = self.duration_s
         return {
             "id": self.id,
             "parent_id": self.parent_id,
@@ -204,21 +208,74 @@ class Node:
             "name": self.name,
             "key": self.key,
             "status": self.status,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "duration_s": self.duration_s,
+            "started_at": started,
+            "ended_at": None if duration is None else started + duration,
+            "duration_s": duration,
             "usage": dict(self._usage or {}),
-            "data": json_safe(
-                {
-                    k: v
-                    if k in _KEEP
-                    or type(v) in _PLAIN
-                    or (type(v) is str and len(v) <= _SUMMARY_CHARS)
-                    else _summarise(v)
-                    for k, v in self.data.items()
-                }
-            ),
+            "data": _export(self.data),
         }
+
+
+def _export(data: dict[str, Any]) -> dict[str, Any]:
+    """Return ``json_safe`` of ``data`` with each value summarised (unless kept whole).
+
+    The values a trace mostly holds (short ASCII text, small numbers, lists of names) are
+    their own export and are copied here as they are; anything else goes the long way.
+    """
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        key = json_safe(k) if type(k) is str and not k.isascii() else k
+        kind = type(v)
+        if kind is str:
+            if v.isascii() and (len(v) <= _SUMMARY_CHARS or k in _KEEP):
+                out[key] = v
+                continue
+        elif kind is bool or v is None or (kind is int and v.bit_length() <= _MAX_INT_BITS):
+            out[key] = v
+            continue
+        elif kind is list and k in _KEEP and all(type(i) is str and i.isascii() for i in v):
+            out[key] = list(v)
+            continue
+        elif kind is dict and k not in _KEEP:
+            flat = _short_flat(v)
+            if flat is not None:
+                out[key] = flat
+                continue
+        kept = k in _KEEP or kind in _PLAIN or (kind is str and len(v) <= _SUMMARY_CHARS)
+        out[key] = json_safe(v if kept else _summarise(v), 1)
+    return out
+
+
+def _short_flat(value: dict[Any, Any]) -> dict[str, Any] | None:
+    """Return the export of a dict of printable ASCII text and finite numbers, when short.
+
+    Such a dict is its own export when its JSON text fits the summary: that length is
+    counted here (in that text only a quote or a backslash is escaped, by one more
+    character) instead of written out. ``None``: the dict needs the long way.
+    """
+    size = 0  # each item adds its key, its quotes, ": " and ", " (or the closing brace)
+    for k, v in value.items():
+        if type(k) is not str or not (k.isascii() and k.isprintable()):
+            return None
+        size += len(k) + k.count('"') + k.count("\\") + 6
+        kind = type(v)
+        if kind is str:
+            if not (v.isascii() and v.isprintable()):
+                return None
+            size += len(v) + v.count('"') + v.count("\\") + 2
+        elif kind is bool:
+            size += 4 if v else 5
+        elif v is None:
+            size += 4
+        elif (kind is int and v.bit_length() <= _SUMMARY_CHARS) or (
+            kind is float and math.isfinite(v)
+        ):
+            size += len(repr(v))
+        else:
+            return None
+        if size > _SUMMARY_CHARS:
+            return None
+    return dict(value)
 
 
 # The attribute under which an exception remembers the innermost node it failed.
