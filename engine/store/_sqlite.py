@@ -2,13 +2,19 @@
 
 Writes use group commit. Each write (create, compare-and-set, append, trace, delete) joins
 a queue and waits; whichever waiter next holds the commit lock takes the whole queue and
-commits it in one thread hop and one transaction, so many concurrent runs share one commit
-(one fsync in ``"full"`` mode). Each write keeps its own outcome: it runs inside its own
+commits it in one transaction, so many concurrent runs share one commit (one fsync in
+``"full"`` mode). Taking the lock yields to the loop once, so the writes queued within one
+loop iteration share a batch. Each write keeps its own outcome: it runs inside its own
 SAVEPOINT, so a lost compare-and-set or a fenced-off append fails alone.
 
-The SQL lives in plain synchronous functions that take a connection and run in a worker
-thread (``_sqlite_sql``, and ``_sqlite_commit`` for a batch's transaction); only
-:class:`SQLiteStore` awaits.
+Where no commit fsyncs (``"normal"``, ``"off"``) a batch commits on the loop's own thread,
+cheaper than a hop to a worker thread, on a connection that never waits for a lock: when
+another connection holds the write lock, the batch goes to a worker thread instead and waits
+there up to ``busy_timeout_s``. Small reads (one run, one journal) run on the loop's thread
+the same way. In ``"full"`` mode every batch and read goes to a worker thread.
+
+The SQL lives in plain synchronous functions that take a connection (``_sqlite_sql``, and
+``_sqlite_commit`` for a batch's transaction); only :class:`SQLiteStore` awaits.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from functools import partial
 from typing import Any, Literal, TypeVar, cast, get_args
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from engine._base import JournalError
@@ -105,6 +112,10 @@ class SQLiteStore(BatchedStore[commits.Op]):
         self.busy_timeout_s = busy_timeout_s
         self.read_only = read_only
         self.check = check
+        #: Whether batches and small reads run on the loop's own thread (no fsync to wait
+        #: for), on connections that never wait for a lock; "full" commits in a thread.
+        self._here = durability != "full"
+        self._busy_ms = round(busy_timeout_s * 1000)
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         #: The write that takes the queue next, and what the others in it wait on.
@@ -128,7 +139,9 @@ class SQLiteStore(BatchedStore[commits.Op]):
 
     async def get_run(self, run_id: str) -> Run | None:
         """Return the run, or ``None`` for an unknown id."""
-        runs = await self._read(partial(sql.select_runs, "WHERE run_id = ?", [run_id], None))
+        runs = await self._read(
+            partial(sql.select_runs, "WHERE run_id = ?", [run_id], None), small=True
+        )
         return runs[0] if runs else None
 
     async def list_runs(
@@ -207,7 +220,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
 
     async def load_journal(self, run_id: str) -> list[JournalRecord]:
         """Return the run's journal in append order (empty for an unknown run)."""
-        return await self._read(partial(sql.select_journal, run_id))
+        return await self._read(partial(sql.select_journal, run_id), small=True)
 
     async def save_trace(self, run_id: str, trace: dict[str, Any]) -> None:
         """Store the run's trace (replacing an earlier one)."""
@@ -296,9 +309,9 @@ class SQLiteStore(BatchedStore[commits.Op]):
             if self._writer is None:
                 for op in batch:
                     op.error, op.done = self._closed_error(), True
-            else:
-                try:
-                    await anyio.to_thread.run_sync(commits.commit, self._writer, batch)
+            elif not (self._here and commits.commit(self._writer, batch, give_way=True)):
+                try:  # "full", or the file is locked by another connection: a worker thread
+                    await anyio.to_thread.run_sync(self._commit_waiting, self._writer, batch)
                 except BaseException:
                     # Cancelled before the thread started (the thread itself cannot be
                     # cancelled): put the untouched ops back first in the queue, in order.
@@ -307,6 +320,13 @@ class SQLiteStore(BatchedStore[commits.Op]):
         finally:
             if woken is not None:  # done, or back in the queue to be led by another
                 woken.set()
+
+    def _commit_waiting(self, writer: sqlite3.Connection, batch: list[commits.Op]) -> None:
+        """Commit ``batch`` in a worker thread, waiting up to ``busy_timeout_s`` for the lock."""
+        if self._here:  # the loop's connection waits for no lock, but here it may
+            commits.waiting(writer, self._busy_ms, lambda conn: commits.commit(conn, batch))
+        else:
+            commits.commit(writer, batch)
 
     def _translate(self, error: BaseException) -> BaseException:
         # One database failure may be shared by a whole batch: wrap it afresh per caller.
@@ -325,10 +345,13 @@ class SQLiteStore(BatchedStore[commits.Op]):
         try:
             if self.read_only:
                 self._reader = await anyio.to_thread.run_sync(
-                    files.open_read_only, self.path, self.busy_timeout_s
+                    files.open_read_only, self.path, self.busy_timeout_s, self._here
                 )
             else:
-                self._writer, self._reader = await anyio.to_thread.run_sync(self._open)
+                how = (self.durability, self.busy_timeout_s, self.check, self._here)
+                self._writer, self._reader = await anyio.to_thread.run_sync(
+                    files.open_read_write, self.path, *how
+                )
         except sqlite3.Error as exc:
             raise self._translate(exc) from exc
 
@@ -340,44 +363,29 @@ class SQLiteStore(BatchedStore[commits.Op]):
                 commits.close_all, connections, limiter=self._read_limiter
             )
 
-    def _open(self) -> tuple[sqlite3.Connection, sqlite3.Connection]:
-        """Open the writer (creating the schema) and the reader; runs in a worker thread."""
-        writer = self._connect()
-        try:
-            if self.check:  # before WAL mode is set, which would write to the file
-                files.quick_check(writer, self.path)
-            mode = writer.execute("PRAGMA journal_mode = WAL").fetchall()[0][0]
-            if mode != "wal":
-                raise JournalError(
-                    f"SQLite store {self.path!r} could not enter WAL mode (it is in {mode!r}); "
-                    "put the file on a local filesystem"
-                )
-            sql.create_schema(writer, self.path)
-            return writer, self._connect()
-        except BaseException:
-            writer.close()
-            raise
-
-    def _connect(self) -> sqlite3.Connection:
-        # isolation_level=None: transactions are ours (BEGIN IMMEDIATE ... COMMIT), and each
-        # read is its own snapshot, so it sees every commit made before it started.
-        # check_same_thread=False: worker threads vary; the commit lock and the read
-        # limiter make sure one thread at a time uses each connection.
-        conn = sqlite3.connect(
-            self.path,
-            timeout=self.busy_timeout_s,
-            isolation_level=None,
-            check_same_thread=False,
-        )
-        conn.execute(f"PRAGMA synchronous = {self.durability.upper()}")
-        return conn
-
-    async def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+    async def _read(self, query: Callable[[sqlite3.Connection], T], *, small: bool = False) -> T:
+        """Run ``query``: a ``small`` one on the loop's thread where it may, else in a thread."""
         await self._ensure_open()
         try:
-            return await anyio.to_thread.run_sync(self._run_read, query, limiter=self._read_limiter)
+            if small and self._here:
+                await anyio.lowlevel.checkpoint()
+                if self._read_limiter.borrowed_tokens == 0:  # no thread holds the reader
+                    try:
+                        return self._run_read(query)
+                    except sqlite3.Error as exc:
+                        if not commits.is_busy(exc):
+                            raise
+            return await anyio.to_thread.run_sync(
+                self._read_waiting, query, limiter=self._read_limiter
+            )
         except sqlite3.Error as exc:
             raise self._translate(exc) from exc
+
+    def _read_waiting(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``query`` in a worker thread, waiting up to ``busy_timeout_s`` for a lock."""
+        if self._reader is None or not self._here:
+            return self._run_read(query)
+        return commits.waiting(self._reader, self._busy_ms, lambda _: self._run_read(query))
 
     def _run_read(self, query: Callable[[sqlite3.Connection], T]) -> T:
         if self._reader is None:  # closed while this read waited for the connection

@@ -1,7 +1,13 @@
-"""The writer thread's side of :class:`~engine.store.SQLiteStore`'s group commit.
+"""The synchronous side of :class:`~engine.store.SQLiteStore`'s group commit and reads.
 
-A batch of queued writes reaches one worker thread and commits there in one transaction,
-each write keeping its own outcome; these functions are synchronous and never await.
+A batch of queued writes commits in one transaction, each write keeping its own outcome;
+these functions never await. Where the store's durability does not fsync at every commit
+(``"normal"``, ``"off"``), its connections never wait for a lock (``busy_timeout`` zero) and
+a batch commits on the event loop's own thread: :func:`commit` with ``give_way=True`` leaves
+a batch that finds another connection holding the write lock untouched, and the store hands
+it to a worker thread, where :func:`waiting` lends the connection the store's full
+``busy_timeout_s`` for that one call. In ``"full"`` mode every batch commits in a worker
+thread, where the fsync does not hold up the loop.
 """
 
 from __future__ import annotations
@@ -9,10 +15,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from engine.store import _sqlite_sql as sql
 
-__all__ = ["Op", "close_all", "commit"]
+__all__ = ["Op", "close_all", "commit", "is_busy", "waiting"]
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True, eq=False)
@@ -25,13 +34,25 @@ class Op:
     done: bool = False
 
 
-def commit(conn: sqlite3.Connection, batch: list[Op]) -> None:
+def is_busy(error: BaseException) -> bool:
+    """Whether ``error`` is SQLite's ``SQLITE_BUSY`` (a lock held by another connection)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    # Extended result codes (SQLITE_BUSY_RECOVERY, ...) keep the primary code in their low byte.
+    return isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_BUSY
+
+
+def commit(conn: sqlite3.Connection, batch: list[Op], *, give_way: bool = False) -> bool:
     """Apply ``batch`` in one transaction, each op failing alone; never raises.
 
     The ops run straight through first; only when one of them raises is the transaction
     rolled back and the batch applied again, each op in its own savepoint. The ops are pure
     functions of the database, so the outcome is as if every op had its own savepoint.
+
+    With ``give_way``, a batch that cannot take the write lock at once (``SQLITE_BUSY``) is
+    rolled back and left as it came (no op done), and ``False`` returned: the caller commits
+    it again where waiting is allowed. Otherwise every op is done and ``True`` returned.
     """
+    gave_way = False
     try:
         conn.execute("BEGIN IMMEDIATE")
         if not _apply_all(conn, batch):
@@ -39,15 +60,24 @@ def commit(conn: sqlite3.Connection, batch: list[Op]) -> None:
             conn.execute("BEGIN IMMEDIATE")
             _apply_each(conn, batch)
         conn.execute("COMMIT")
-    except Exception as exc:
+    except BaseException as exc:
         sql.rollback(conn)
+        if give_way and is_busy(exc):
+            for op in batch:  # nothing of the batch is stored: it is to be committed afresh
+                op.result = op.error = None
+            gave_way = True
+            return False
         # Nothing of the batch is stored: every op that had not failed on its own fails now.
         for op in batch:
             if op.error is None:
                 op.error, op.result = exc, None
+        if not isinstance(exc, Exception):
+            raise
     finally:
-        for op in batch:
-            op.done = True
+        if not gave_way:
+            for op in batch:
+                op.done = True
+    return True
 
 
 def _apply_all(conn: sqlite3.Connection, batch: list[Op]) -> bool:
@@ -71,6 +101,18 @@ def _apply_each(conn: sqlite3.Connection, batch: list[Op]) -> None:
             conn.execute("ROLLBACK TO op")
             op.error = exc
         conn.execute("RELEASE op")
+
+
+def waiting(
+    conn: sqlite3.Connection, busy_timeout_ms: int, call: Callable[[sqlite3.Connection], T]
+) -> T:
+    """Run ``call(conn)`` with ``busy_timeout_ms`` as the connection's busy timeout, then
+    set it back to zero; for a worker thread, on a connection the loop uses without waiting."""
+    conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+    try:
+        return call(conn)
+    finally:
+        conn.execute("PRAGMA busy_timeout = 0")
 
 
 def close_all(connections: tuple[sqlite3.Connection | None, ...]) -> None:

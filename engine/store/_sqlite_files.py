@@ -16,10 +16,55 @@ from pydantic import ValidationError
 from engine._base import JournalError
 from engine.store import _sqlite_sql as sql
 
-__all__ = ["explain", "open_read_only", "quick_check", "unreadable_row"]
+__all__ = ["explain", "open_read_only", "open_read_write", "quick_check", "unreadable_row"]
 
 
-def open_read_only(path: str, busy_timeout_s: float) -> sqlite3.Connection:
+def open_read_write(
+    path: str, durability: str, busy_timeout_s: float, check: bool, here: bool
+) -> tuple[sqlite3.Connection, sqlite3.Connection]:
+    """Open the writer (creating the schema) and the reader; runs in a worker thread.
+
+    With ``here`` (the loop's own thread uses them), both wait for no lock once open.
+
+    Raises:
+        sqlite3.Error: SQLite cannot open or write the file.
+        JournalError: The file is damaged (with ``check``), cannot enter WAL mode, or has a
+            newer schema.
+    """
+    writer = _connect(path, durability, busy_timeout_s)
+    try:
+        if check:  # before WAL mode is set, which would write to the file
+            quick_check(writer, path)
+        mode = writer.execute("PRAGMA journal_mode = WAL").fetchall()[0][0]
+        if mode != "wal":
+            raise JournalError(
+                f"SQLite store {path!r} could not enter WAL mode (it is in {mode!r}); "
+                "put the file on a local filesystem"
+            )
+        sql.create_schema(writer, path)
+        reader = _connect(path, durability, busy_timeout_s)
+    except BaseException:
+        writer.close()
+        raise
+    if here:
+        for conn in (writer, reader):
+            conn.execute("PRAGMA busy_timeout = 0")
+    return writer, reader
+
+
+def _connect(path: str, durability: str, busy_timeout_s: float) -> sqlite3.Connection:
+    # isolation_level=None: transactions are ours (BEGIN IMMEDIATE ... COMMIT), and each
+    # read is its own snapshot, so it sees every commit made before it started.
+    # check_same_thread=False: the loop's thread and worker threads vary; the commit lock
+    # and the read limiter make sure one thread at a time uses each connection.
+    conn = sqlite3.connect(
+        path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+    )
+    conn.execute(f"PRAGMA synchronous = {durability.upper()}")
+    return conn
+
+
+def open_read_only(path: str, busy_timeout_s: float, here: bool = False) -> sqlite3.Connection:
     """Open ``path`` read-only, check it holds a store, and return the connection.
 
     Runs in a worker thread. SQLite reads a WAL file through an index beside it (``-shm``)
@@ -31,7 +76,7 @@ def open_read_only(path: str, busy_timeout_s: float) -> sqlite3.Connection:
         JournalError: The file is not a store of this engine, or has a newer schema.
     """
     try:
-        return _open(path, busy_timeout_s, immutable=False)
+        conn = _open(path, busy_timeout_s, immutable=False)
     except sqlite3.Error as exc:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_READONLY_DIRECTORY:
             raise
@@ -41,7 +86,10 @@ def open_read_only(path: str, busy_timeout_s: float) -> sqlite3.Connection:
                 f"{path}-wal beside it holds commits SQLite must index first; open it once "
                 "where the folder may be written, or copy the file with its -wal to such a folder"
             ) from exc
-        return _open(path, busy_timeout_s, immutable=True)
+        conn = _open(path, busy_timeout_s, immutable=True)
+    if here:
+        conn.execute("PRAGMA busy_timeout = 0")
+    return conn
 
 
 def _open(path: str, busy_timeout_s: float, *, immutable: bool) -> sqlite3.Connection:

@@ -18,6 +18,7 @@ import engine.store._sqlite as sqlite_module
 import engine.store._sqlite_commit as commit_module
 from engine import JournalError, RunConflictError
 from engine.store import JournalRecord, Run, SQLiteStore
+from engine.store._sqlite import Durability
 
 Call = Callable[[], Awaitable[object]]
 
@@ -39,9 +40,9 @@ def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     commit = commit_module.commit
 
-    def spy(conn: sqlite3.Connection, batch: list[commit_module.Op]) -> None:
+    def spy(conn: sqlite3.Connection, batch: list[commit_module.Op], **how: bool) -> bool:
         sizes.append(len(batch))
-        commit(conn, batch)
+        return commit(conn, batch, **how)
 
     monkeypatch.setattr(commit_module, "commit", spy)
     return sizes
@@ -203,6 +204,7 @@ async def test_sqlite_store_reopens_the_file_of_a_crashed_process(db: Path) -> N
     script = f"""
 import os, anyio
 from engine.store import JournalRecord, Run, SQLiteStore
+from engine.store._sqlite import Durability
 async def main():
     store = SQLiteStore({str(db)!r})
     await store.create_run(Run(run_id="r1", flow="f:f", status="running", owner="dead"))
@@ -302,12 +304,21 @@ async def test_sqlite_store_drops_a_write_cancelled_before_its_batch(store: SQLi
     assert await keys(store, "r1") == ["later"]
 
 
+@pytest.mark.parametrize(
+    "durability",
+    [
+        pytest.param("full", id="full-commits-in-a-thread"),
+        pytest.param("normal", id="normal-locked-elsewhere-commits-in-a-thread"),
+    ],
+)
 async def test_sqlite_store_hands_a_cancelled_leaders_batch_to_the_next(
-    store: SQLiteStore,
+    db: Path, durability: Durability
 ) -> None:
+    store = SQLiteStore(db, durability=durability)
     await store.create_run(new_run("r1"))
     # With the one worker-thread token held, the leader waits, cancellable, before its
-    # batch reaches a thread.
+    # batch reaches a thread ("normal" commits on the loop's thread, but gives way to a
+    # thread while another connection holds the write lock).
     limiter = anyio.to_thread.current_default_thread_limiter()
     saved, limiter.total_tokens = limiter.total_tokens, 1
     holder = object()
@@ -319,7 +330,9 @@ async def test_sqlite_store_hands_a_cancelled_leaders_batch_to_the_next(
             await store.append("r1", [record("leader")])
 
     try:
-        with anyio.fail_after(10):
+        with raw(db) as other, anyio.fail_after(10):
+            if durability == "normal":
+                other.execute("BEGIN IMMEDIATE")
             async with anyio.create_task_group() as tg:
                 async with store._commit_lock:  # both queue up before either commits
                     tg.start_soon(leader)
@@ -329,10 +342,13 @@ async def test_sqlite_store_hands_a_cancelled_leaders_batch_to_the_next(
                 while store._queue:  # the leader took both and waits for a thread
                     await anyio.lowlevel.checkpoint()
                 scope.cancel()
+                if other.in_transaction:
+                    other.execute("ROLLBACK")
                 limiter.release_on_behalf_of(holder)
     finally:
         limiter.total_tokens = saved
     assert await keys(store, "r1") == ["follower"]
+    await store.close()
 
 
 async def test_sqlite_store_fails_the_whole_batch_when_the_file_stays_locked(db: Path) -> None:
