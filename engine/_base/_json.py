@@ -100,6 +100,13 @@ def unencodable(data: Any, *, max_depth: int = MAX_DEPTH) -> str | None:
     ``max_depth`` and no run of digits near the integer limit, has none of these: it is
     answered from that one encoding (in C), and only other data is walked to say where.
     """
+    if (
+        type(data) is dict
+        and len(data) <= _FLAT
+        and max_depth > 1
+        and all(map(_clean_item, data.items()))
+    ):
+        return None  # a small flat dict of clean keys and scalars (most records' data)
     try:
         text = _STRICT.encode(data)
         text.encode()  # a lone surrogate has no UTF-8 form
@@ -110,6 +117,27 @@ def unencodable(data: Any, *, max_depth: int = MAX_DEPTH) -> str | None:
     ):
         return None
     return _walk(data, max_depth)
+
+
+#: The most items of a dict checked item by item rather than encoded.
+_FLAT = 8
+#: Integers this small (in bits) always read back.
+_SMALL_INT_BITS = 64
+
+
+def _clean_item(item: tuple[Any, Any]) -> bool:
+    """Whether a key and its value are text and a scalar that JSON carries as they are."""
+    key, value = item
+    if type(key) is not str or not key.isascii():
+        return False
+    kind = type(value)
+    if kind is str:
+        return value.isascii()  # type: ignore[no-any-return]
+    if kind is int:
+        return value.bit_length() <= _SMALL_INT_BITS  # type: ignore[no-any-return]
+    if kind is float:
+        return math.isfinite(value)
+    return kind is bool or value is None
 
 
 #: Encodes what JSON can carry, refusing a float that is not finite (``ValueError``).
