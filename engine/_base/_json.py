@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 from typing import Any, ForwardRef
 
+import pydantic_core
 from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
@@ -96,9 +97,10 @@ def unencodable(data: Any, *, max_depth: int = MAX_DEPTH) -> str | None:
     finite, an integer too long to read back, or more than ``max_depth`` containers nested.
     Walked without recursion, so any depth is answered; other types are left to the encoder.
 
-    Data that the standard encoder writes as strict UTF-8 JSON, with fewer brackets than
-    ``max_depth`` and no run of digits near the integer limit, has none of these: it is
-    answered from that one encoding (in C), and only other data is walked to say where.
+    Data that pydantic's encoder writes without a lone surrogate, ``NaN`` or ``Infinity``,
+    with fewer brackets than ``max_depth`` and no run of digits near the integer limit, has
+    none of these: it is answered from that one encoding (in C), and only other data is
+    walked to say where.
     """
     if (
         type(data) is dict
@@ -108,15 +110,18 @@ def unencodable(data: Any, *, max_depth: int = MAX_DEPTH) -> str | None:
     ):
         return None  # a small flat dict of clean keys and scalars (most records' data)
     try:
-        text = _STRICT.encode(data)
-        text.encode()  # a lone surrogate has no UTF-8 form
-    except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+        # pydantic's encoder (in C): refuses a lone surrogate, writes NaN and Infinity bare.
+        raw = pydantic_core.to_json(data)
+    except (PydanticSerializationError, ValueError, RecursionError):
         return _walk(data, max_depth)
-    if text.count("[") + text.count("{") < max_depth and (
-        len(text) < _LONG_DIGITS or _DIGITS.search(text) is None
+    if (
+        b"NaN" in raw
+        or b"Infinity" in raw
+        or raw.count(b"[") + raw.count(b"{") >= max_depth
+        or (len(raw) >= _LONG_DIGITS and _DIGITS_BYTES.search(raw) is not None)
     ):
-        return None
-    return _walk(data, max_depth)
+        return _walk(data, max_depth)
+    return None
 
 
 #: The most items of a dict checked item by item rather than encoded.
@@ -145,6 +150,7 @@ _STRICT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 #: A run of digits this long may be an integer near the limit: such data is walked.
 _LONG_DIGITS = 4000
 _DIGITS = re.compile(f"[0-9]{{{_LONG_DIGITS}}}")
+_DIGITS_BYTES = re.compile(f"[0-9]{{{_LONG_DIGITS}}}".encode())
 
 
 def _walk(data: Any, max_depth: int) -> str | None:

@@ -37,35 +37,38 @@ def run_json(run: Run) -> str:
     Raises:
         JournalError: The run holds a value that is not JSON.
     """
-    what = f"run {run.run_id!r}"
     # A run writes a float that is not finite as ``NaN`` (its model's config), which the
     # search of ``_encode`` finds: no value is stored changed to null.
-    text = _encode(run.model_dump_json, lambda: run.model_dump(), what)
+    text = _encode(run.model_dump_json, run.model_dump, "run", run.run_id)
     # A run is read back by pydantic's parser, which refuses a document nested deeper than
     # its writer writes: a run stored so could never be read. Counting brackets bounds the
     # depth cheaply; only a run with that many is walked.
     if text.count("[") + text.count("{") > _RUN_DEPTH:
         problem = unencodable(run.model_dump(), max_depth=_RUN_DEPTH)
         if problem is not None:
-            raise _not_json(what, problem)
+            raise _not_json(f"run {run.run_id!r}", problem)
     return text
 
 
 def record_json(run_id: str, record: JournalRecord) -> str:
     """Return a journal record's ``data`` as JSON text (a ``JournalError`` when it is not)."""
-    return _encode(
-        lambda: pydantic_core.to_json(record.data).decode(),
-        lambda: record.data,
-        f"journal record {record.key!r} of run {run_id!r}",
-    )
+    data = record.data
+    try:
+        text = pydantic_core.to_json(data).decode()
+    except pydantic_core.PydanticSerializationError as exc:
+        what = f"journal record {record.key!r} of run {run_id!r}"
+        raise _not_json(what, unencodable(data) or str(exc)) from exc
+    if _suspect(text):
+        problem = unencodable(data)
+        if problem is not None:
+            raise _not_json(f"journal record {record.key!r} of run {run_id!r}", problem)
+    return text
 
 
 def trace_json(run_id: str, trace: dict[str, Any]) -> str:
     """Return a run's trace as JSON text (a ``JournalError`` when it is not JSON)."""
     return _encode(
-        lambda: pydantic_core.to_json(trace).decode(),
-        lambda: trace,
-        f"the trace of run {run_id!r}",
+        lambda: pydantic_core.to_json(trace).decode(), lambda: trace, "the trace of run", run_id
     )
 
 
@@ -87,8 +90,9 @@ def _suspect(text: str) -> bool:
 _RUN_DEPTH = 200
 
 
-def _encode(encode: Callable[[], str], data: Callable[[], Any], what: str) -> str:
-    """Encode with ``encode``; refuse, naming the value and its path, what cannot be read back.
+def _encode(encode: Callable[[], str], data: Callable[[], Any], what: str, name: str) -> str:
+    """Encode with ``encode``; refuse, naming the value (``what`` and its ``name``) and its
+    path, what cannot be read back.
 
     The text is only searched for what a reader would refuse; the data is walked (to say
     where) only when something is found, so a good write costs one search of its text.
@@ -96,11 +100,11 @@ def _encode(encode: Callable[[], str], data: Callable[[], Any], what: str) -> st
     try:
         text = encode()
     except pydantic_core.PydanticSerializationError as exc:
-        raise _not_json(what, unencodable(data()) or str(exc)) from exc
+        raise _not_json(f"{what} {name!r}", unencodable(data()) or str(exc)) from exc
     if _suspect(text):
         problem = unencodable(data())
         if problem is not None:
-            raise _not_json(what, problem)
+            raise _not_json(f"{what} {name!r}", problem)
     return text
 
 
