@@ -140,9 +140,13 @@ class Executor:
             lease_expires_at=now + self.lease_s,
             started_at=now,
         )
-        # Shielded: a run that exists must also be executed here, or be recorded as cut.
-        with cancel_scope(shield=True):
+        # Shielded: a run that exists must also be executed here, or be recorded as cut (a
+        # store whose writes are done before they could wait needs no shield for that).
+        if getattr(self.store, "writes_at_once", False) is True:
             stored, created = await self.store.create_run(record)
+        else:
+            with cancel_scope(shield=True):
+                stored, created = await self.store.create_run(record)
         if not created:
             return stored, False
         order = ResumeOrder()

@@ -41,6 +41,7 @@ class Journal:
     """
 
     __slots__ = (
+        "_at_once",
         "_caught",
         "_failures",
         "_pending",
@@ -62,6 +63,8 @@ class Journal:
     ) -> None:
         self.run_id = run_id
         self.store = store
+        #: Whether the store's writes are done before they could wait (see ``MemoryStore``).
+        self._at_once = getattr(store, "writes_at_once", False) is True
         self.owner = owner
         self.ledger = ledger
         self._records: dict[tuple[str, str], JournalRecord] = {}
@@ -126,11 +129,14 @@ class Journal:
         """Append ``record`` after the records waiting to ride with a write, and see it land."""
         batch = self.take_pending()
         batch.append(record)
-        # The records must land even when the run is being cancelled: shield the write. The
-        # store bounds it (SQLite's busy timeout, a database statement timeout), so a stuck
-        # store raises instead of hanging the cancellation.
-        with cancel_scope(shield=True):
+        if self._at_once:  # done before it could wait: no cancel can cut it short
             await self.store.append(self.run_id, batch, owner=self.owner)
+        else:
+            # The records must land even when the run is being cancelled: shield the write.
+            # The store bounds it (SQLite's busy timeout, a database statement timeout), so a
+            # stuck store raises instead of hanging the cancellation.
+            with cancel_scope(shield=True):
+                await self.store.append(self.run_id, batch, owner=self.owner)
         self._records[(record.kind, record.key)] = record
 
 

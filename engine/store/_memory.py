@@ -35,6 +35,10 @@ class MemoryStore:
     to walk, and a read builds fresh objects from the text.
     """
 
+    #: Every write is done before its coroutine first waits (there is nothing to wait for),
+    #: so a caller being cancelled cannot cut one short: writers need no shield around it.
+    writes_at_once = True
+
     def __init__(self) -> None:
         #: Each run as JSON text, and its ``(status, flow, version, owner)``.
         self._runs: dict[str, str] = {}
