@@ -32,9 +32,9 @@ from engine._runtime import build_request as _build_request
 from engine._runtime import call_option as _call_option
 from engine._runtime import check_on_deadline as _check_on_deadline
 from engine._runtime import check_on_reject as _check_on_reject
+from engine._runtime import menu_block as _menu_block
 from engine._runtime import resolve as _resolve
 from engine.models import ModelSettings as _ModelSettings
-from engine.models import TextBlock as _TextBlock
 
 __all__ = [
     "DECISION_FINISH_INSTRUCTION",
@@ -113,13 +113,17 @@ async def make(
             "@agentic_function that calls it (the ambient runtime is then injected), or pass "
             "runtime= explicitly"
         )
-    human = _human_ask(menu, prompt, by, deadline_s, on_deadline, timeout_s)
-    _check_on_reject(menu, on_reject)
+    if by == "model" and deadline_s is None and on_deadline is None:
+        human = None
+    else:
+        human = _human_ask(menu, prompt, by, deadline_s, on_deadline, timeout_s)
+    if on_reject is not None:
+        _check_on_reject(menu, on_reject)
     request = _build_request(
         rt.system,
-        [_TextBlock(text=f"{prompt}\n\n{menu.text}")],
+        [_menu_block(prompt, menu)],
         menu=menu,
-        settings=rt.call_settings(settings),
+        settings=rt.settings if settings is None else rt.call_settings(settings),
     )
     return await rt.decide(
         request,

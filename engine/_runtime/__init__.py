@@ -15,7 +15,7 @@ from engine._runtime._deadline import check_timeout
 from engine._runtime._hooks import Hooks, current_hooks
 from engine._runtime._human import approval_rule, check_on_deadline, check_on_reject
 from engine._runtime._questions import MODEL, Approval, HumanAsk, Question
-from engine._runtime._requests import build_request
+from engine._runtime._requests import build_request, menu_block
 from engine._runtime._resolve import call_option, resolve
 from engine._runtime._runtime import Runtime
 
@@ -36,6 +36,7 @@ __all__ = [
     "current_hooks",
     "gather",
     "map",
+    "menu_block",
     "note_settings",
     "resolve",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import anyio
 
 from engine._base import DeadlineExceeded
@@ -32,11 +34,12 @@ class deadline:
             self._scope = anyio.move_on_after(self.timeout_s)
             self._scope.__enter__()
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         if self._scope is None:
             return False
-        swallowed = bool(self._scope.__exit__(*exc))  # type: ignore[arg-type]
+        # The scope swallows only the cancellation it caught itself, which becomes ours.
+        self._scope.__exit__(*exc)  # type: ignore[arg-type]
         if self._scope.cancelled_caught:
             assert self.timeout_s is not None
             raise DeadlineExceeded(self.timeout_s, where=self.where) from None
-        return swallowed
+        return False

@@ -76,10 +76,8 @@ def needs_approval(pick: Pick) -> bool:
 
 async def approval_of(
     hooks: Hooks, node: Node, menu: Menu, pick: Pick, request: Request
-) -> Approval | None:
-    """Ask for a person's approval of a model's pick, when its option declares one."""
-    if pick.option.kind != "function" or not needs_approval(pick):
-        return None
+) -> Approval:
+    """Ask for a person's approval of a model's pick (one that :func:`needs_approval`)."""
     asked = question(node, menu, "approval", asked_prompt(request.messages, menu), pick=pick)
     return await hooks.approval(node, menu, pick, asked)
 

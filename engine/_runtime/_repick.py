@@ -23,7 +23,15 @@ from engine._runtime._requests import message, pick_schema
 from engine._runtime._tools import ToolLoop, Toolset
 from engine.models import Message, Model, Request, Response
 
-__all__ = ["REPLY_KEPT_HEAD", "REPLY_KEPT_TAIL", "Asker", "cut_reply"]
+__all__ = [
+    "REPLY_KEPT_HEAD",
+    "REPLY_KEPT_TAIL",
+    "Asker",
+    "Attempt",
+    "checked_pick",
+    "cut_reply",
+    "plain_pick",
+]
 
 #: Characters of a failed reply a re-pick sends back: its head and its tail (where a pick
 #: would stand); what lies between is cut, and a marker says how much.
@@ -66,7 +74,8 @@ class Asker:
             context=context,
         )
 
-    async def __call__(self, request: Request) -> Pick:
+    async def __call__(self, request: Request, first: Attempt | None = None) -> Pick:
+        """Ask until a pick validates; ``first``: the failed first attempt, already made."""
         node = self.node
         replies: list[str] = []
         heads: list[str] = []
@@ -82,41 +91,40 @@ class Asker:
         attempt = 0
         last = ""  # the last failure's message
         while True:
-            if attempt:  # a re-pick is the parse layer's retry (layer 1)
-                mnode = node.child("repick", "repick", attempt=attempt, layer="parse")
-            else:
-                mnode = node.open_child("model_call", "model_call", {"attempt": 0})
             # A turn with tools is enforced on its closing pick only: its first ask leaves
             # the model free to call its tools.
             asked = request
             if schema is not None and (attempt or self.loop is None):
                 asked = request.model_copy(update={"enforce": schema})
-            try:
-                if self.loop is None:
-                    response = await self.calls(mnode, self.model, asked)
-                else:
-                    # The turn's tool calls become part of the conversation a re-pick continues.
-                    response, messages = await self.loop.run(mnode, asked, self._loop_node)
-            except BadRequestError as exc:
-                if not attempt:
-                    raise
-                # The provider refused the re-pick (its context cannot hold the conversation,
-                # say): the decision failed as its last reply did, and the run is suspended,
-                # where a resume asks afresh with the original request alone.
-                data["attempts"] = attempt
-                raise DecisionError(
-                    failures[-1],
-                    f"{last}; asking again was refused by the provider ({exc})",
-                    replies=replies,
-                    attempts=attempt,
-                    options=self.menu.names,
-                ) from None
+            if first is not None:
+                mnode, response, failed = first
+                first = None
+            else:
+                failed = None
+                try:
+                    mnode, response, messages = await self._attempt(attempt, asked, messages)
+                except BadRequestError as exc:
+                    if not attempt:
+                        raise
+                    # The provider refused the re-pick (its context cannot hold the
+                    # conversation, say): the decision failed as its last reply did, and the
+                    # run is suspended, where a resume asks afresh with the original request.
+                    data["attempts"] = attempt
+                    raise DecisionError(
+                        failures[-1],
+                        f"{last}; asking again was refused by the provider ({exc})",
+                        replies=replies,
+                        attempts=attempt,
+                        options=self.menu.names,
+                    ) from None
             data["enforcement"] = sent_mode(response, mode if asked is not request else None)
             text = response.text
             replies.append(text)
             heads.append(text[:REPLY_HEAD])
             try:
-                pick = self._validate(response)
+                if failed is not None:
+                    raise failed
+                pick = checked_pick(response, self.menu)
             except Failure as failure:
                 failures.append(failure.kind)
                 last = failure.message
@@ -143,24 +151,79 @@ class Asker:
             data["attempts"] = attempt + 1
             return pick
 
+    async def _attempt(
+        self, attempt: int, asked: Request, messages: list[Message] | None
+    ) -> tuple[Node, Response, list[Message] | None]:
+        """Make one attempt's model call (or tool loop) under its own node."""
+        if attempt:  # a re-pick is the parse layer's retry (layer 1)
+            mnode = self.node.child("repick", "repick", attempt=attempt, layer="parse")
+        else:
+            mnode = self.node.open_child("model_call", "model_call", {"attempt": 0})
+        if self.loop is None:
+            return mnode, await self.calls(mnode, self.model, asked), messages
+        # The turn's tool calls become part of the conversation a re-pick continues.
+        response, messages = await self.loop.run(mnode, asked, self._loop_node)
+        return mnode, response, messages
+
     def _loop_node(self) -> Node:
         return self.node.child("model_call", "model_call")
-
-    def _validate(self, response: Response) -> Pick:
-        if response.truncated:
-            # The pick comes last, so a cut-off reply lost it: any pick still readable is one
-            # the model only mentioned earlier, and must not run.
-            raise Failure(
-                "truncated",
-                f"the reply was cut off (finish_reason={response.finish_reason!r}) before "
-                "the pick was complete",
-            )
-        return validate(find_pick(response.text, self.menu.by_name), self.menu)
 
     async def _retry_event(self, attempt: int, kind: str, message: str) -> None:
         await note_retry(
             RetryEvent("parse", attempt, kind, message, self.node.key), self.calls.on_retry
         )
+
+
+#: A first attempt already made and failed: its node, its reply and the failure.
+Attempt = tuple[Node, Response, Failure]
+
+
+def checked_pick(response: Response, menu: Menu) -> Pick:
+    """Return the validated pick of ``response``.
+
+    Raises:
+        Failure: The reply was cut off, or holds no valid pick.
+    """
+    if response.truncated:
+        # The pick comes last, so a cut-off reply lost it: any pick still readable is one
+        # the model only mentioned earlier, and must not run.
+        raise Failure(
+            "truncated",
+            f"the reply was cut off (finish_reason={response.finish_reason!r}) before "
+            "the pick was complete",
+        )
+    return validate(find_pick(response.text, menu.by_name), menu)
+
+
+async def plain_pick(
+    runtime: object,
+    calls: ModelCalls,
+    node: Node,
+    menu: Menu,
+    model: Model,
+    max_retries: int,
+    request: Request,
+) -> Pick:
+    """Ask for a pick as :class:`Asker` does, for a text-mode decision with no tools.
+
+    The first attempt is made here, without an asker; only a failed one builds the asker,
+    which re-picks from it. The node holds what an asker leaves on it.
+    """
+    data = node.data
+    heads: list[str] = []
+    data["failures"] = []
+    data["replies"] = heads
+    mnode = node.open_child("model_call", "model_call", {"attempt": 0})
+    response = await calls(mnode, model, request)
+    data["enforcement"] = sent_mode(response, None)
+    heads.append(response.text[:REPLY_HEAD])
+    try:
+        pick = checked_pick(response, menu)
+    except Failure as failure:
+        ask = Asker(runtime, calls, node, menu, model, max_retries)
+        return await ask(request, (mnode, response, failure))
+    data["attempts"] = 1
+    return pick
 
 
 def cut_reply(text: str) -> str:

@@ -26,7 +26,15 @@ from engine.models import (
     ToolSpec,
 )
 
-__all__ = ["Content", "blocks_of", "build_request", "choice_specs", "message", "pick_schema"]
+__all__ = [
+    "Content",
+    "blocks_of",
+    "build_request",
+    "choice_specs",
+    "menu_block",
+    "message",
+    "pick_schema",
+]
 
 Content = str | Sequence[ContentBlock]
 
@@ -52,24 +60,49 @@ def build_request(
         raise TypeError(
             f"response_format must be a dict (a JSON Schema format), got {response_format!r}"
         )
-    messages = [message("system", system)] if system else []
-    messages.append(Message.trusted("user", blocks))
+    user = Message.trusted("user", blocks)
+    messages = [message("system", system), user] if system else [user]
     if menu is None:
         return Request.trusted(
             messages, tools=tools, response_format=response_format, settings=settings
         )
+    specs = menu.memo.get("choices")
     return Request.trusted(
         messages,
         tools=tools,
         response_format=response_format,
-        choices=choice_specs(menu),
+        choices=specs if specs is not None else choice_specs(menu),
         max_tokens=DECISION_MAX_TOKENS,
         settings=settings,
     )
 
 
+def menu_block(head: str, menu: Menu) -> TextBlock:
+    """Return the text block ``head``, a blank line, then the menu (shared: blocks are frozen).
+
+    A decision asked again with the same prompt over the same menu gets the same block; a
+    menu remembers the blocks of a few prompts.
+    """
+    blocks: dict[str, TextBlock] | None = menu.memo.get("blocks")
+    if blocks is None:
+        blocks = menu.memo["blocks"] = {}
+    kept = type(head) is str and len(head) <= _KEPT_PROMPT_CHARS
+    block = blocks.get(head) if kept else None
+    if block is None:
+        block = TextBlock.trusted(f"{head}\n\n{menu.text}")  # an f-string is always a str
+        if kept and len(blocks) < _BLOCKS_PER_MENU:
+            blocks[head] = block
+    return block
+
+
+# Prompts usually are a few short constants per menu; one that holds its case's data is new
+# on every call: it is never remembered when long, and a menu remembers only the first few.
+_BLOCKS_PER_MENU = 8
+_KEPT_PROMPT_CHARS = 512
+
+
 def message(role: Literal["system", "user", "assistant"], text: str) -> Message:
-    return Message.trusted(role, [TextBlock(text=text)])
+    return Message.trusted(role, [TextBlock.trusted(text)])
 
 
 def choice_specs(menu: Menu) -> list[ChoiceSpec]:
@@ -93,7 +126,8 @@ _function_choice = functools.lru_cache(maxsize=2048)(_choice)
 
 def blocks_of(content: Content) -> list[ContentBlock]:
     if isinstance(content, str):
-        return [TextBlock(text=content)]
+        # A str is a valid text; a subclass of str is left to pydantic to make one of.
+        return [TextBlock.trusted(content) if type(content) is str else TextBlock(text=content)]
     if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
         return [_block(b) for b in content]
     raise TypeError(f"content must be a string or a list of content blocks, got {content!r}")

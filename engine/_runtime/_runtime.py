@@ -10,7 +10,7 @@ same conversation (:mod:`._repick`), and the pick resolves into the result of th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine._base import (
     Node,
@@ -24,9 +24,9 @@ from engine._runtime._calls import ModelCalls
 from engine._runtime._deadline import check_timeout, deadline
 from engine._runtime._enforcement import Enforce, check_runtime_enforce, enforcement
 from engine._runtime._hooks import current_hooks
-from engine._runtime._human import approval_of, approved, question
+from engine._runtime._human import approval_of, approved, needs_approval, question
 from engine._runtime._questions import HumanAsk
-from engine._runtime._repick import Asker
+from engine._runtime._repick import Asker, plain_pick
 from engine._runtime._requests import Content, blocks_of, build_request
 from engine._runtime._resolve import resolve
 from engine._runtime._tools import ToolLoop, Toolset, build_toolset, check_iterations
@@ -171,7 +171,7 @@ class Runtime:
             return await self._text_turn(
                 request, model, timeout_s, on_retry, toolset, max_iterations, context
             )
-        blocks.append(TextBlock(text=f"{DECISION_FINISH_INSTRUCTION}\n\n{menu.text}"))
+        blocks.append(TextBlock.trusted(f"{DECISION_FINISH_INSTRUCTION}\n\n{menu.text}"))
         request = build_request(
             self.system,
             blocks,
@@ -235,33 +235,30 @@ class Runtime:
         # hooks that only pass through are skipped.
         token = current_node.set(node)
         try:
-
-            def asker(at: Node, on: Model, retries: int) -> Asker:
-                ask = Asker(self, calls, at, menu, on, retries)
-                if tools is not None:
-                    ask.use_tools(tools, max_iterations, context)
-                return ask
-
-            ask: Callable[[Request], Awaitable[Pick]] = (
-                asker(node, model, max_retries)
-                if self.decision is None
-                else DecisionRetry(self.decision, node, model, asker, max_retries, on_retry)
-            )
             try:
-                if human is not None:
-                    asked = question(
-                        node, menu, "decision", human.prompt, deadline_s=human.deadline_s
-                    )
-                    pick = await hooks.human(node, menu, request, human, asked, ask)
-                elif timeout_s is None and hooks.passes_decision:
-                    pick = await ask(request)
+                if (
+                    human is None
+                    and mode is None
+                    and tools is None
+                    and timeout_s is None
+                    and self.decision is None
+                    and hooks.passes_decision
+                ):
+                    # The usual decision: its first attempt is made without an asker.
+                    pick = await plain_pick(self, calls, node, menu, model, max_retries, request)
                 else:
-                    with deadline(timeout_s, "decision"):
-                        pick = await hooks.decision(node, menu, request, ask)
+                    pick = await self._pick(
+                        _Asking(node, menu, request, calls, model, max_retries, on_retry),
+                        human,
+                        timeout_s,
+                        tools,
+                        max_iterations,
+                        context,
+                    )
                 # Only a model's pick of a function option can need a person's approval.
                 answer = (
                     await approval_of(hooks, node, menu, pick, request)
-                    if human is None and pick.option.kind == "function"
+                    if human is None and needs_approval(pick)
                     else None
                 )
             except BaseException as exc:
@@ -288,6 +285,38 @@ class Runtime:
             return await resolve(pick, self, context, hooks, node, on_retry)
         finally:
             current_node.reset(token)
+
+    async def _pick(
+        self,
+        at: _Asking,
+        human: HumanAsk | None,
+        timeout_s: float | None,
+        tools: Toolset | None,
+        max_iterations: int,
+        context: Mapping[str, Any] | None,
+    ) -> Pick:
+        """Ask for a pick through the hooks: a person's, or a model's by an asker."""
+        calls, node, menu, request = at.calls, at.node, at.menu, at.request
+
+        def asker(on_node: Node, on: Model, retries: int) -> Asker:
+            ask = Asker(self, calls, on_node, menu, on, retries)
+            if tools is not None:
+                ask.use_tools(tools, max_iterations, context)
+            return ask
+
+        ask: Callable[[Request], Awaitable[Pick]] = (
+            asker(node, at.model, at.max_retries)
+            if self.decision is None
+            else DecisionRetry(self.decision, node, at.model, asker, at.max_retries, at.on_retry)
+        )
+        hooks = calls.hooks
+        if human is not None:
+            asked = question(node, menu, "decision", human.prompt, deadline_s=human.deadline_s)
+            return await hooks.human(node, menu, request, human, asked, ask)
+        if timeout_s is None and hooks.passes_decision:
+            return await ask(request)
+        with deadline(timeout_s, "decision"):
+            return await hooks.decision(node, menu, request, ask)
 
     def _open_decision(self, name: str, data: dict[str, Any]) -> Node:
         parent = current_node.get()
@@ -326,6 +355,18 @@ class Runtime:
                     node, request, lambda: self.open_node("model_call", "turn")
                 )
         return response.text
+
+
+class _Asking(NamedTuple):
+    """What a decision asks with: its node, menu, request, calls, model and re-pick budget."""
+
+    node: Node
+    menu: Menu
+    request: Request
+    calls: ModelCalls
+    model: Model
+    max_retries: int
+    on_retry: OnRetry | None
 
 
 def _decision_name(name: str | None) -> str:

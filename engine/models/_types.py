@@ -31,6 +31,11 @@ class TextBlock(BaseModel):
     type: Literal["text"] = "text"
     text: str
 
+    @classmethod
+    def trusted(cls, text: str) -> TextBlock:
+        """Build a block of a ``str`` the engine made, without validating it again."""
+        return _trusted(cls, {"type": "text", "text": text}, {"text"})
+
 
 class ImageBlock(BaseModel):
     """An image, by URL or as base64 data with its media type."""
@@ -70,7 +75,7 @@ class Message(BaseModel):
     @classmethod
     def of(cls, role: Literal["system", "user", "assistant", "tool"], text: str) -> Message:
         """Build a message holding one text block, without re-validating it."""
-        return trusted_message(role, [TextBlock(text=text)])
+        return cls.trusted(role, [TextBlock.trusted(text)])
 
     @classmethod
     def trusted(
@@ -79,7 +84,14 @@ class Message(BaseModel):
         content: list[TextBlock | ImageBlock],
     ) -> Message:
         """Build a message of content blocks that are already valid, without validating again."""
-        return trusted_message(role, content)
+        values = {
+            "role": role,
+            "content": content,
+            "tool_calls": [],
+            "tool_call_id": None,
+            "name": None,
+        }
+        return _trusted(cls, values, {"role", "content"})
 
 
 class ToolSpec(BaseModel):
@@ -152,14 +164,22 @@ class Request(BaseModel):
         settings: ModelSettings | None = None,
     ) -> Request:
         """Build a request of parts that are already valid, without validating them again."""
-        return trusted_request(
-            messages,
-            tools=tools,
-            response_format=response_format,
-            choices=choices,
-            max_tokens=max_tokens,
-            settings=settings,
-        )
+        values = {
+            "messages": messages,
+            "tools": tools,
+            "response_format": response_format,
+            "model": None,
+            "choices": choices,
+            "max_tokens": max_tokens,
+            "enforce": None,
+            "settings": settings,
+        }
+        given = {"messages", "tools", "response_format", "choices"}
+        if max_tokens is not None:
+            given.add("max_tokens")
+        if settings is not None:
+            given.add("settings")
+        return _trusted(cls, values, given)
 
 
 class Usage(BaseModel):
@@ -240,14 +260,7 @@ def trusted_message(
     role: Literal["system", "user", "assistant", "tool"], content: list[TextBlock | ImageBlock]
 ) -> Message:
     """Build a message of validated content blocks, without validating it again."""
-    values = {
-        "role": role,
-        "content": content,
-        "tool_calls": [],
-        "tool_call_id": None,
-        "name": None,
-    }
-    return _trusted(Message, values, {"role", "content"})
+    return Message.trusted(role, content)
 
 
 def trusted_request(
@@ -260,22 +273,14 @@ def trusted_request(
     settings: ModelSettings | None = None,
 ) -> Request:
     """Build a request of validated parts, without validating them again."""
-    values = {
-        "messages": messages,
-        "tools": tools,
-        "response_format": response_format,
-        "model": None,
-        "choices": choices,
-        "max_tokens": max_tokens,
-        "enforce": None,
-        "settings": settings,
-    }
-    given = {"messages", "tools", "response_format", "choices"}
-    if max_tokens is not None:
-        given.add("max_tokens")
-    if settings is not None:
-        given.add("settings")
-    return _trusted(Request, values, given)
+    return Request.trusted(
+        messages,
+        tools=tools,
+        response_format=response_format,
+        choices=choices,
+        max_tokens=max_tokens,
+        settings=settings,
+    )
 
 
 def trusted_response(
