@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 
-from engine._base import cancel_scope
+from engine._base import cancel_scope, fast_lock
 
 
 async def test_a_shielded_scope_finishes_its_work_through_a_cancel() -> None:
@@ -27,3 +27,20 @@ async def test_a_deadline_cancels_the_block_and_is_caught_by_its_scope() -> None
         await anyio.sleep(1)
     assert scope.cancelled_caught
     assert isinstance(scope, anyio.CancelScope)
+
+
+async def test_the_fast_lock_is_anyios_lock_and_excludes() -> None:
+    lock = fast_lock()
+    assert isinstance(lock, anyio.Lock)
+    order: list[str] = []
+
+    async def hold(name: str) -> None:
+        async with lock:
+            order.append(f"{name} in")
+            await anyio.sleep(0.01)
+            order.append(f"{name} out")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(hold, "a")
+        tg.start_soon(hold, "b")
+    assert order in (["a in", "a out", "b in", "b out"], ["b in", "b out", "a in", "a out"])

@@ -49,7 +49,7 @@ from engine._base._json import (
     unencodable,
 )
 from engine._base._log import configure_logging, log
-from engine._base._scopes import cancel_scope
+from engine._base._scopes import cancel_scope, fast_lock
 from engine._base._secrets import mask_secrets, remember_secret
 from engine._base._status import (
     CANCELLABLE,
@@ -137,6 +137,7 @@ __all__ = [
     "current_runtime",
     "digest",
     "failed_at",
+    "fast_lock",
     "from_json",
     "idempotency_key",
     "json_safe",

@@ -1,4 +1,4 @@
-"""Cancel scopes for the per-transition path: anyio's own, without a backend lookup each.
+"""Cancel scopes and locks for the per-transition path: anyio's own, without a backend lookup.
 
 ``anyio.CancelScope(...)`` finds the running backend on every call, which costs about as much
 as the scope itself. On asyncio the class it makes is found once and made directly: the same
@@ -12,9 +12,10 @@ import math
 
 import anyio
 
-__all__ = ["cancel_scope"]
+__all__ = ["cancel_scope", "fast_lock"]
 
 _ASYNCIO_SCOPE: type[anyio.CancelScope] | None = None
+_ASYNCIO_LOCK: type[anyio.Lock] | None = None
 
 
 def cancel_scope(*, deadline: float = math.inf, shield: bool = False) -> anyio.CancelScope:
@@ -25,3 +26,13 @@ def cancel_scope(*, deadline: float = math.inf, shield: bool = False) -> anyio.C
             _ASYNCIO_SCOPE = type(anyio.CancelScope())
         return _ASYNCIO_SCOPE(deadline=deadline, shield=shield)
     return anyio.CancelScope(deadline=deadline, shield=shield)
+
+
+def fast_lock() -> anyio.Lock:
+    """Return ``anyio.Lock(fast_acquire=True)`` for the running loop, as :func:`cancel_scope`."""
+    global _ASYNCIO_LOCK
+    if asyncio._get_running_loop() is not None:
+        if _ASYNCIO_LOCK is None:
+            _ASYNCIO_LOCK = type(anyio.Lock(fast_acquire=True))
+        return _ASYNCIO_LOCK(fast_acquire=True)
+    return anyio.Lock(fast_acquire=True)

@@ -21,7 +21,7 @@ from contextvars import ContextVar
 
 import anyio
 
-from engine._base import STATUSES, UNFINISHED, cancel_scope, log
+from engine._base import STATUSES, UNFINISHED, cancel_scope, fast_lock, log
 from engine.store import Run, Store
 
 __all__ = ["BATCH_RENEWED", "Halt", "Holder", "Leases", "lease_expired", "unfinished_runs"]
@@ -61,7 +61,7 @@ class Holder:
         self.halt = halt
         # Fast: taken once per renewal and once at the end, almost never contended, and a
         # yield on every uncontended take would cost each run a trip through the event loop.
-        self.lock = anyio.Lock(fast_acquire=True)
+        self.lock = fast_lock()
         self.finished = False
         self._done: anyio.Event | None = None  # made only when someone waits
         self.started = time.monotonic()
