@@ -33,7 +33,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from engine._base import log
+from engine._base import cancel_scope, log
 from engine._run._batch_inputs import Feed, Inputs
 from engine._run._batch_progress import BatchProgress
 from engine._run._leases import BATCH_RENEWED, Leases
@@ -303,7 +303,7 @@ class Batch:
             return index, item, None
         # Registered before the run starts, so a cancel from now on reaches it. By input, not
         # by id: two inputs may name one run (the second finds it stored).
-        self._scopes[index] = (run_id, anyio.CancelScope())
+        self._scopes[index] = (run_id, cancel_scope())
         return index, item, run_id
 
     async def _one(self, index: int, item: Any, run_id: str) -> None:
