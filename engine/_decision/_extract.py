@@ -47,10 +47,10 @@ from engine._decision._picks import (
     CALL_KEYS,
     MAX_DEPTH,
     RawPick,
-    as_pick,
     last_pick,
     load_json,
     load_literal,
+    whole_pick,
 )
 from engine._decision._regions import drop_reasoning, regions, wrapper_ranges
 
@@ -128,14 +128,11 @@ def find_pick(reply: str, names: Collection[str] | None = None) -> RawPick | Non
     """
     if not isinstance(reply, str):
         raise TypeError(f"reply must be a str, got {type(reply).__name__}")
-    stripped = reply.strip()
-    if stripped[:1] == "{" and stripped[-1:] == "}":
-        # The common case, a reply that is one JSON object: when that object is itself a
-        # pick, it is the only candidate there is (what it holds is its data).
-        whole, _ = load_json(stripped)
-        pick = as_pick(whole, names, False) if whole is not None else None
-        if pick is not None:
-            return pick
+    # The common case, a reply that is one JSON object: when that object is itself a pick,
+    # it is the only candidate there is (what it holds is its data).
+    pick = whole_pick(reply.strip(), names)
+    if pick is not None:
+        return pick
     text = drop_reasoning(reply)
     key = _ANY_KEY.search(text)
     if key is None:  # every pick names a key: skip fences and scans

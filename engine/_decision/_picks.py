@@ -19,6 +19,7 @@ __all__ = [
     "load_json",
     "load_literal",
     "plain_args",
+    "whole_pick",
 ]
 
 MAX_DEPTH = 64
@@ -79,6 +80,23 @@ def load_json(chunk: str) -> tuple[dict[str, object] | None, int]:
     if ("[" in chunk or chunk.count("{") > MAX_DEPTH) and not _fits(value, literal=False):
         return None, -1
     return value, -1
+
+
+def whole_pick(stripped: str, names: Collection[str] | None) -> RawPick | None:
+    """Return the pick ``stripped`` is, when the whole (stripped) reply is one JSON pick.
+
+    ``None`` when it is not (the general parser then reads the reply). What it accepts, the
+    general parser finds too: a reply that is one pick holds no other candidate.
+    """
+    if stripped[:1] != "{" or stripped[-1:] != "}":
+        return None
+    whole, _ = load_json(stripped)
+    if whole is None:
+        return None
+    # The shape asked for, {"call": name, "args": {...}}, needs no shape of a pick looked up.
+    if len(whole) == 2 and "call" in whole and type(whole.get("args")) is dict:
+        return RawPick(whole["call"], whole["args"], True, {})
+    return as_pick(whole, names, False)
 
 
 def load_literal(chunk: str) -> dict[str, object] | None:
