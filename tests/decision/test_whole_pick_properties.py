@@ -62,6 +62,8 @@ def general(reply: str) -> object:
 @example('{"function": {"name": "close", "arguments": "{}"}}')
 def test_whole_pick_agrees_with_the_general_parser(reply: str) -> None:
     fast = whole_pick(reply.strip(), NAMES)
-    if fast is not None:
+    # A reasoning tag inside one of the pick's strings is data to the shortcut, where the
+    # general parser drops what follows it: there (only) they may differ.
+    if fast is not None and "think>" not in reply.lower():
         assert fast == general(reply)
     assert find_pick(reply, NAMES) == (fast if fast is not None else general(reply))
