@@ -113,9 +113,10 @@ class SQLiteStore(BatchedStore[commits.Op]):
         self.read_only = read_only
         self.check = check
         #: Whether batches and small reads run on the loop's own thread (no fsync to wait
-        #: for), on connections that never wait for a lock; "full" commits in a thread.
+        #: for), on connections that wait for no lock but for one a worker thread lends them.
         self._here = durability != "full"
-        self._busy_ms = round(busy_timeout_s * 1000)
+        self._lent_ms = round(busy_timeout_s * 1000) if self._here else None
+        self._checkpoints = commits.Checkpoints()
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         #: The write that takes the queue next, and what the others in it wait on.
@@ -278,6 +279,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
                     async with self._commit_lock:
                         if not op.done:  # a close may have committed it already
                             await self._flush()
+                            await self._checkpoint_if_due()
                 else:
                     if self._woken is None:
                         self._woken = anyio.Event()
@@ -311,7 +313,9 @@ class SQLiteStore(BatchedStore[commits.Op]):
                     op.error, op.done = self._closed_error(), True
             elif not (self._here and commits.commit(self._writer, batch, give_way=True)):
                 try:  # "full", or the file is locked by another connection: a worker thread
-                    await anyio.to_thread.run_sync(self._commit_waiting, self._writer, batch)
+                    await anyio.to_thread.run_sync(
+                        commits.commit_waiting, self._writer, batch, self._lent_ms
+                    )
                 except BaseException:
                     # Cancelled before the thread started (the thread itself cannot be
                     # cancelled): put the untouched ops back first in the queue, in order.
@@ -321,12 +325,11 @@ class SQLiteStore(BatchedStore[commits.Op]):
             if woken is not None:  # done, or back in the queue to be led by another
                 woken.set()
 
-    def _commit_waiting(self, writer: sqlite3.Connection, batch: list[commits.Op]) -> None:
-        """Commit ``batch`` in a worker thread, waiting up to ``busy_timeout_s`` for the lock."""
-        if self._here:  # the loop's connection waits for no lock, but here it may
-            commits.waiting(writer, self._busy_ms, lambda conn: commits.commit(conn, batch))
-        else:
-            commits.commit(writer, batch)
+    async def _checkpoint_if_due(self) -> None:
+        """Now and then checkpoint the loop's writer in a thread; the caller holds the lock."""
+        if self._here and self._writer is not None and self._checkpoints.due():
+            with anyio.CancelScope(shield=True):  # its write committed: it returns
+                await anyio.to_thread.run_sync(self._checkpoints.run, self._writer)
 
     def _translate(self, error: BaseException) -> BaseException:
         # One database failure may be shared by a whole batch: wrap it afresh per caller.
@@ -383,9 +386,9 @@ class SQLiteStore(BatchedStore[commits.Op]):
 
     def _read_waiting(self, query: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``query`` in a worker thread, waiting up to ``busy_timeout_s`` for a lock."""
-        if self._reader is None or not self._here:
+        if self._reader is None or self._lent_ms is None:
             return self._run_read(query)
-        return commits.waiting(self._reader, self._busy_ms, lambda _: self._run_read(query))
+        return commits.waiting(self._reader, self._lent_ms, lambda _: self._run_read(query))
 
     def _run_read(self, query: Callable[[sqlite3.Connection], T]) -> T:
         if self._reader is None:  # closed while this read waited for the connection

@@ -6,8 +6,9 @@ these functions never await. Where the store's durability does not fsync at ever
 a batch commits on the event loop's own thread: :func:`commit` with ``give_way=True`` leaves
 a batch that finds another connection holding the write lock untouched, and the store hands
 it to a worker thread, where :func:`waiting` lends the connection the store's full
-``busy_timeout_s`` for that one call. In ``"full"`` mode every batch commits in a worker
-thread, where the fsync does not hold up the loop.
+``busy_timeout_s`` for that one call. Such a writer leaves checkpoints to
+:class:`Checkpoints`, which has them run in a worker thread. In ``"full"`` mode every batch
+commits in a worker thread, where the fsync does not hold up the loop.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TypeVar
 
 from engine.store import _sqlite_sql as sql
 
-__all__ = ["Op", "close_all", "commit", "is_busy", "waiting"]
+__all__ = ["Checkpoints", "Op", "close_all", "commit", "commit_waiting", "is_busy", "waiting"]
 
 T = TypeVar("T")
 
@@ -103,6 +104,15 @@ def _apply_each(conn: sqlite3.Connection, batch: list[Op]) -> None:
         conn.execute("RELEASE op")
 
 
+def commit_waiting(conn: sqlite3.Connection, batch: list[Op], lent_ms: int | None) -> None:
+    """Commit ``batch`` in a worker thread, where it may wait for the write lock: with
+    ``lent_ms``, a loop's connection waits that long for this one batch."""
+    if lent_ms is None:
+        commit(conn, batch)
+    else:
+        waiting(conn, lent_ms, lambda conn: commit(conn, batch))
+
+
 def waiting(
     conn: sqlite3.Connection, busy_timeout_ms: int, call: Callable[[sqlite3.Connection], T]
 ) -> T:
@@ -113,6 +123,38 @@ def waiting(
         return call(conn)
     finally:
         conn.execute("PRAGMA busy_timeout = 0")
+
+
+class Checkpoints:
+    """When to checkpoint the WAL of a writer that commits on the loop's thread.
+
+    Such a writer never checkpoints on its own (``wal_autocheckpoint = 0``): a checkpoint
+    copies the WAL into the file and, at ``"normal"``, fsyncs both, milliseconds the loop
+    would stand still. Instead, every ``every`` batches, :meth:`run` checkpoints in a worker
+    thread while the store holds its commit lock, so that the checkpoint completes and the
+    next commit starts the WAL afresh; ``every`` follows the batches' size so that a
+    checkpoint copies about as many pages as SQLite's own would (its default, 1000).
+    """
+
+    PAGES = 1000
+
+    def __init__(self) -> None:
+        self.batches = 0
+        self.every = 100
+
+    def due(self) -> bool:
+        """Count one batch committed; return whether a checkpoint is due."""
+        self.batches += 1
+        return self.batches >= self.every
+
+    def run(self, conn: sqlite3.Connection) -> None:
+        """Checkpoint what the WAL holds (in a worker thread); never raises."""
+        batches, self.batches = self.batches, 0
+        try:
+            _, pages, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
+        except sqlite3.Error:  # a failing file fails the next write, which says why
+            return
+        self.every = max(1, min(self.PAGES, batches * self.PAGES // max(pages, 1)))
 
 
 def close_all(connections: tuple[sqlite3.Connection | None, ...]) -> None:

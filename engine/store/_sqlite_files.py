@@ -24,7 +24,8 @@ def open_read_write(
 ) -> tuple[sqlite3.Connection, sqlite3.Connection]:
     """Open the writer (creating the schema) and the reader; runs in a worker thread.
 
-    With ``here`` (the loop's own thread uses them), both wait for no lock once open.
+    With ``here`` (the loop's own thread uses them), both wait for no lock once open, and
+    the writer leaves checkpoints to the store (``Checkpoints`` in ``_sqlite_commit``).
 
     Raises:
         sqlite3.Error: SQLite cannot open or write the file.
@@ -46,9 +47,10 @@ def open_read_write(
     except BaseException:
         writer.close()
         raise
-    if here:
+    if here:  # the loop's thread uses them: no waiting for a lock, no checkpoint in a commit
         for conn in (writer, reader):
             conn.execute("PRAGMA busy_timeout = 0")
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
     return writer, reader
 
 

@@ -69,6 +69,10 @@ async def keys(store: SQLiteStore, run_id: str) -> list[str]:
     return [r.key for r in await store.load_journal(run_id)]
 
 
+def wal_pages(path: str) -> int:
+    return Path(f"{path}-wal").stat().st_size // 4096
+
+
 def busy_timeout(conn: sqlite3.Connection | None) -> int:
     assert conn is not None
     return int(conn.execute("PRAGMA busy_timeout").fetchall()[0][0])
@@ -289,3 +293,68 @@ async def test_a_small_read_goes_to_a_thread_while_a_thread_holds_the_reader(
             store._read_limiter.release_on_behalf_of(holder)
     assert len(got) == 1
     assert got[0] is not None
+
+
+@pytest.mark.parametrize(
+    ("durability", "autocheckpoint"),
+    [pytest.param("normal", 0, id="normal"), pytest.param("full", 1000, id="full")],
+)
+async def test_only_a_writer_in_a_thread_checkpoints_in_its_commits(
+    db: Path, durability: Durability, autocheckpoint: int
+) -> None:
+    async with SQLiteStore(db, durability=durability) as store:
+        await store.create_run(new_run("r1"))
+        assert store._writer is not None
+        found = store._writer.execute("PRAGMA wal_autocheckpoint").fetchall()
+        assert found == [(autocheckpoint,)]
+
+
+async def test_the_loop_writer_checkpoints_in_a_thread_and_the_wal_stays_small(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[bool] = []
+    real = commit_module.Checkpoints.run
+
+    def spy(self: commit_module.Checkpoints, conn: sqlite3.Connection) -> None:
+        ran.append(threading.current_thread() is threading.main_thread())
+        real(self, conn)
+
+    monkeypatch.setattr(commit_module.Checkpoints, "run", spy)
+    await store.create_run(new_run("r1"))
+    for n in range(1500):  # each commit writes a page or more: 1500 and more without checkpoints
+        await store.append("r1", [record(f"k{n}")])
+    assert ran
+    assert not any(ran)  # never on the loop's thread
+    pages = wal_pages(store.path)
+    assert pages < 1200, pages  # SQLite's own rule: about 1000
+    assert len(await store.load_journal("r1")) == 1500
+
+
+class _Answers:
+    """A connection whose checkpoint reports ``pages`` pages in the WAL."""
+
+    def __init__(self, pages: int) -> None:
+        self.pages = pages
+
+    def execute(self, statement: str) -> _Answers:
+        assert statement == "PRAGMA wal_checkpoint(PASSIVE)"
+        return self
+
+    def fetchall(self) -> list[tuple[int, int, int]]:
+        return [(0, self.pages, self.pages)]
+
+
+@pytest.mark.parametrize(
+    ("batches", "pages", "every"),
+    [
+        pytest.param(100, 300, 333, id="three-pages-a-batch"),
+        pytest.param(100, 50_000, 2, id="big-batches"),
+        pytest.param(10, 10**9, 1, id="at-least-one"),
+        pytest.param(100, 0, 1000, id="nothing-in-the-wal"),
+    ],
+)
+def test_checkpoints_follow_the_pages_a_batch_writes(batches: int, pages: int, every: int) -> None:
+    checkpoints = commit_module.Checkpoints()
+    checkpoints.batches = batches
+    checkpoints.run(_Answers(pages))  # type: ignore[arg-type]
+    assert (checkpoints.batches, checkpoints.every) == (0, every)
