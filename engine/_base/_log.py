@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Literal, TextIO
-
-import structlog
-from structlog.typing import EventDict, Processor, WrappedLogger
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from engine._base._context import current_node, current_run_id
 from engine._base._secrets import MASK, is_secret_key, known_secrets, mask_value
+
+if TYPE_CHECKING:
+    from structlog.typing import EventDict, Processor, WrappedLogger
 
 __all__ = [
     "LogLevel",
@@ -43,6 +43,10 @@ class _EngineLog:
 
     def _emit(self, level: int, event: str, data: dict[str, Any]) -> None:
         if self._gate.isEnabledFor(level):
+            # Imported at the first event written: a process that logs nothing (the default)
+            # never loads structlog and the console renderer it brings (about 15 MB).
+            import structlog
+
             structlog.get_logger("engine").log(level, event, **data)
 
     def debug(self, event: str, **data: Any) -> None:
@@ -123,6 +127,8 @@ def configure_logging(
     Raises:
         ValueError: ``level`` is not a level name.
     """
+    import structlog  # loaded only by a process that logs (see _emit)
+
     number = logging.getLevelNamesMapping().get(str(level).upper())
     if number is None:
         raise ValueError(f"log level {level!r} is not one of debug, info, warning, error, critical")
@@ -174,6 +180,8 @@ def _route_standard_logging(
     level: int, context: list[Processor], finish: list[Processor], stream: TextIO | None
 ) -> None:
     """Send standard-library logs (drivers, SDKs) through the same format and redaction."""
+    import structlog  # loaded only by a process that logs (see _emit)
+
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=[*context, structlog.stdlib.add_logger_name],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *finish],

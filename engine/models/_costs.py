@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING
 
-import structlog
-
+from engine._base import log
 from engine.models._anthropic import AnthropicModel
 from engine.models._openai import OpenAIModel
 from engine.models._price import DIGITS, Price
@@ -25,8 +24,6 @@ if TYPE_CHECKING:
     from engine.models._types import Model, Response
 
 __all__ = ["call_cost", "table_cost"]
-
-log = structlog.get_logger("engine.models")
 
 
 def call_cost(

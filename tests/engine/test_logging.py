@@ -200,3 +200,16 @@ def test_a_key_given_to_a_model_is_masked_like_an_environment_key() -> None:
 
     assert "plain-" not in text
     assert text == f"401: key {MASK} / {MASK} refused"
+
+
+def test_a_process_that_logs_nothing_never_loads_structlog() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, engine, engine.store, engine.models\n"
+        "from engine import Engine\n"
+        "print('structlog' in sys.modules, 'rich' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
