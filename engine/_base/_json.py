@@ -145,11 +145,8 @@ def _clean_item(item: tuple[Any, Any]) -> bool:
     return kind is bool or value is None
 
 
-#: Encodes what JSON can carry, refusing a float that is not finite (``ValueError``).
-_STRICT = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 #: A run of digits this long may be an integer near the limit: such data is walked.
 _LONG_DIGITS = 4000
-_DIGITS = re.compile(f"[0-9]{{{_LONG_DIGITS}}}")
 _DIGITS_BYTES = re.compile(f"[0-9]{{{_LONG_DIGITS}}}".encode())
 
 
@@ -192,21 +189,7 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
     A lone surrogate becomes its escape (``\\ud800``), a float that is not finite its
     ``repr``, an over-long integer or over-deep nesting a short note; other values as they
     are. Lossy on purpose: it is for what people read, never for what replays.
-
-    A dict or list that JSON carries as it is comes back as read from its JSON (in C):
-    tuples as lists and keys as the text JSON writes them.
     """
-    if _depth == 0 and type(value) in (dict, list):
-        try:
-            text = _STRICT.encode(value)
-            text.encode()
-        except (TypeError, ValueError, RecursionError):
-            pass  # something to make readable (or a type JSON has no form for): walk it
-        else:
-            if text.count("[") + text.count("{") < MAX_DEPTH // 2 and (
-                len(text) < _LONG_DIGITS or _DIGITS.search(text) is None
-            ):
-                return json.loads(text)
     kind = type(value)
     if kind is str:
         return value if value.isascii() else value.encode(errors="backslashreplace").decode()
