@@ -16,8 +16,9 @@ from engine._base import OptionsTypeError, OptionsValueError
 from engine._decision._params import FunctionSpec, Param, describe, function_spec
 from engine._decision._render import render_block
 from engine._decision._schema import from_schema
+from engine._decision._spec import Spec
 
-__all__ = ["SCALARS", "Option", "OptionKind", "normalise"]
+__all__ = ["SCALARS", "FieldCheck", "Option", "OptionKind", "normalise"]
 
 OptionKind = Literal["function", "value", "text", "schema"]
 
@@ -38,6 +39,10 @@ class Option:
     shared: bool = False
     #: The names of the fields the model must fill.
     required: frozenset[str] = frozenset()
+    #: Each field compiled for validation, in order: its name, the one type whose values
+    #: pass it unchanged (``None``: every value is checked in full), whether ``null`` means
+    #: its default, and its spec.
+    checks: tuple[FieldCheck, ...] = ()
 
     @classmethod
     def make(
@@ -54,7 +59,10 @@ class Option:
         """Build an option and render its block."""
         block = render_block(name, description, fields)
         required = frozenset(p.name for p in fields if p.required or kind == "schema")
-        return cls(name, kind, description, fields, handler, function, block, shared, required)
+        checks = tuple(_field_check(p) for p in fields)
+        return cls(
+            name, kind, description, fields, handler, function, block, shared, required, checks
+        )
 
     @property
     def field_names(self) -> frozenset[str]:
@@ -67,6 +75,20 @@ class Option:
         if self.function is not None:
             return frozenset(p.name for p in self.function.params)
         return self.field_names
+
+
+#: A field compiled for validation (see :attr:`Option.checks`).
+FieldCheck = tuple[str, type | None, bool, Spec]
+
+# A value of exactly this type passes a basic field with no enum as it is (a float field
+# turns an int into a float, so only a float passes it unchanged).
+_PASSES: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool}
+
+
+def _field_check(param: Param) -> FieldCheck:
+    spec = param.spec
+    exact = _PASSES.get(spec.kind) if spec.enum is None else None
+    return (param.name, exact, param.has_default, spec)
 
 
 def normalise(options: object) -> tuple[Option, ...]:

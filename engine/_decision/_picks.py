@@ -42,6 +42,12 @@ _DECODER = json.JSONDecoder(
     strict=False, parse_constant=_not_json, parse_float=parse_float, parse_int=parse_int
 )
 _SCAN: Callable[[str, int], tuple[object, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+# A chunk shorter than Python's least digit limit (640) holds no integer too long to read:
+# its integers are read by Python's own int, in C, with no call out per number.
+_SHORT_SCAN: Callable[[str, int], tuple[object, int]] = json.JSONDecoder(  # type: ignore[attr-defined]
+    strict=False, parse_constant=_not_json, parse_float=parse_float
+).scan_once
+_SHORT_CHARS = 640
 
 
 class RawPick(NamedTuple):
@@ -67,7 +73,7 @@ def load_json(chunk: str) -> tuple[dict[str, object] | None, int]:
     try:
         # The decoder's scanner itself (what raw_decode wraps), for a chunk that starts
         # with its value.
-        value, end = _SCAN(chunk, 0)
+        value, end = (_SHORT_SCAN if len(chunk) < _SHORT_CHARS else _SCAN)(chunk, 0)
     except StopIteration as exc:  # no value at all where one starts
         return None, exc.value
     except json.JSONDecodeError as exc:

@@ -17,7 +17,6 @@ from engine._decision._extract import RawPick
 from engine._decision._menu import Menu
 from engine._decision._numbers import find_out_of_range
 from engine._decision._options import Option
-from engine._decision._params import EMPTY
 
 __all__ = ["Failure", "Pick", "bind", "validate"]
 
@@ -119,10 +118,14 @@ def _check_schema(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:
             "missing_required",
             f"{option.name!r} is missing required field(s): {', '.join(missing)}",
         )
+    out: dict[str, Any] = {}
     try:
-        return {p.name: check(p.spec, args[p.name], p.name) for p in option.fields}
+        for name, exact, _, spec in option.checks:
+            value = args[name]
+            out[name] = value if type(value) is exact else check(spec, value, name)
     except FieldError as exc:
         raise _failure(option, exc) from None
+    return out
 
 
 def _check_params(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -134,14 +137,17 @@ def _check_params(option: Option, args: Mapping[str, Any]) -> dict[str, Any]:
         )
     out: dict[str, Any] = {}
     try:
-        for p in option.fields:
-            name = p.name
+        # A value of the one type a field passes unchanged needs no check (Option.checks).
+        for name, exact, has_default, field in option.checks:
             if name not in args:
                 continue
             value = args[name]
-            if value is None and p.default is not EMPTY:
+            if type(value) is exact:
+                out[name] = value
+            elif value is None and has_default:
                 continue  # null means "use the default"
-            out[name] = check(p.spec, value, name)
+            else:
+                out[name] = check(field, value, name)
     except FieldError as exc:
         raise _failure(option, exc) from None
     spec = option.function
