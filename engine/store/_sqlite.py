@@ -10,8 +10,8 @@ SAVEPOINT, so a lost compare-and-set or a fenced-off append fails alone.
 Where no commit fsyncs (``"normal"``, ``"off"``) a batch commits on the loop's own thread,
 cheaper than a hop to a worker thread, on a connection that never waits for a lock: when
 another connection holds the write lock, the batch goes to a worker thread instead and waits
-there up to ``busy_timeout_s``. Small reads (one run, one journal) run on the loop's thread
-the same way. In ``"full"`` mode every batch and read goes to a worker thread.
+there up to ``busy_timeout_s``. In ``"full"`` mode every batch commits in a worker thread.
+Small reads (one run, one journal) run on the loop's thread in every mode, the same way.
 
 The SQL lives in plain synchronous functions that take a connection (``_sqlite_sql``, and
 ``_sqlite_commit`` for a batch's transaction); only :class:`SQLiteStore` awaits.
@@ -112,10 +112,10 @@ class SQLiteStore(BatchedStore[commits.Op]):
         self.busy_timeout_s = busy_timeout_s
         self.read_only = read_only
         self.check = check
-        #: Whether batches and small reads run on the loop's own thread (no fsync to wait
-        #: for), on connections that wait for no lock but for one a worker thread lends them.
+        #: Whether batches commit on the loop's own thread (no fsync to wait for); small
+        #: reads always do. Connections the loop uses wait for a lock only in a worker thread.
         self._here = durability != "full"
-        self._lent_ms = round(busy_timeout_s * 1000) if self._here else None
+        self._lent_ms = round(busy_timeout_s * 1000)
         self._checkpoints = commits.Checkpoints()
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
@@ -314,7 +314,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
             elif not (self._here and commits.commit(self._writer, batch, give_way=True)):
                 try:  # "full", or the file is locked by another connection: a worker thread
                     await anyio.to_thread.run_sync(
-                        commits.commit_waiting, self._writer, batch, self._lent_ms
+                        commits.commit_waiting, self._writer, batch, self._here and self._lent_ms
                     )
                 except BaseException:
                     # Cancelled before the thread started (the thread itself cannot be
@@ -348,7 +348,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
         try:
             if self.read_only:
                 self._reader = await anyio.to_thread.run_sync(
-                    files.open_read_only, self.path, self.busy_timeout_s, self._here
+                    files.open_read_only, self.path, self.busy_timeout_s
                 )
             else:
                 how = (self.durability, self.busy_timeout_s, self.check, self._here)
@@ -370,7 +370,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
         """Run ``query``: a ``small`` one on the loop's thread where it may, else in a thread."""
         await self._ensure_open()
         try:
-            if small and self._here:
+            if small:
                 await anyio.lowlevel.checkpoint()
                 if self._read_limiter.borrowed_tokens == 0:  # no thread holds the reader
                     try:
@@ -386,7 +386,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
 
     def _read_waiting(self, query: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``query`` in a worker thread, waiting up to ``busy_timeout_s`` for a lock."""
-        if self._reader is None or self._lent_ms is None:
+        if self._reader is None:
             return self._run_read(query)
         return commits.waiting(self._reader, self._lent_ms, lambda _: self._run_read(query))
 

@@ -104,10 +104,10 @@ def _apply_each(conn: sqlite3.Connection, batch: list[Op]) -> None:
         conn.execute("RELEASE op")
 
 
-def commit_waiting(conn: sqlite3.Connection, batch: list[Op], lent_ms: int | None) -> None:
-    """Commit ``batch`` in a worker thread, where it may wait for the write lock: with
-    ``lent_ms``, a loop's connection waits that long for this one batch."""
-    if lent_ms is None:
+def commit_waiting(conn: sqlite3.Connection, batch: list[Op], lent_ms: int | bool) -> None:
+    """Commit ``batch`` in a worker thread, where it may wait for the write lock: unless
+    ``lent_ms`` is ``False``, a loop's connection waits that long for this one batch."""
+    if lent_ms is False:
         commit(conn, batch)
     else:
         waiting(conn, lent_ms, lambda conn: commit(conn, batch))

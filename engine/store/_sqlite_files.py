@@ -24,8 +24,9 @@ def open_read_write(
 ) -> tuple[sqlite3.Connection, sqlite3.Connection]:
     """Open the writer (creating the schema) and the reader; runs in a worker thread.
 
-    With ``here`` (the loop's own thread uses them), both wait for no lock once open, and
-    the writer leaves checkpoints to the store (``Checkpoints`` in ``_sqlite_commit``).
+    The loop's own thread reads on the reader, so it waits for no lock once open; so does
+    the writer with ``here`` (the loop's thread commits on it), and it leaves checkpoints to
+    the store (``Checkpoints`` in ``_sqlite_commit``).
 
     Raises:
         sqlite3.Error: SQLite cannot open or write the file.
@@ -47,9 +48,9 @@ def open_read_write(
     except BaseException:
         writer.close()
         raise
-    if here:  # the loop's thread uses them: no waiting for a lock, no checkpoint in a commit
-        for conn in (writer, reader):
-            conn.execute("PRAGMA busy_timeout = 0")
+    reader.execute("PRAGMA busy_timeout = 0")  # the loop's thread reads on it
+    if here:  # and commits on the writer: no waiting for a lock, no checkpoint in a commit
+        writer.execute("PRAGMA busy_timeout = 0")
         writer.execute("PRAGMA wal_autocheckpoint = 0")
     return writer, reader
 
@@ -66,8 +67,9 @@ def _connect(path: str, durability: str, busy_timeout_s: float) -> sqlite3.Conne
     return conn
 
 
-def open_read_only(path: str, busy_timeout_s: float, here: bool = False) -> sqlite3.Connection:
-    """Open ``path`` read-only, check it holds a store, and return the connection.
+def open_read_only(path: str, busy_timeout_s: float) -> sqlite3.Connection:
+    """Open ``path`` read-only, check it holds a store, and return the connection, which
+    then waits for no lock (the loop's thread reads on it).
 
     Runs in a worker thread. SQLite reads a WAL file through an index beside it (``-shm``)
     that it must be able to create; where the folder forbids that and no ``-wal`` is beside
@@ -89,8 +91,7 @@ def open_read_only(path: str, busy_timeout_s: float, here: bool = False) -> sqli
                 "where the folder may be written, or copy the file with its -wal to such a folder"
             ) from exc
         conn = _open(path, busy_timeout_s, immutable=True)
-    if here:
-        conn.execute("PRAGMA busy_timeout = 0")
+    conn.execute("PRAGMA busy_timeout = 0")
     return conn
 
 
