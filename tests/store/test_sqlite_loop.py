@@ -7,7 +7,9 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -233,7 +235,7 @@ async def test_small_reads_run_on_the_loop_thread_and_others_in_a_thread(
             return _real(*args)  # type: ignore[operator]
 
         monkeypatch.setattr(sql_module, name, spy)
-    with write_locked(store.path):  # a held write lock does not hold up a read (WAL)
+    with write_locked(Path(store.path)):  # a held write lock does not hold up a read (WAL)
         assert await store.get_run("r1") is not None
         assert await store.load_journal("r1") == []
         assert await store.load_trace("r1") is None
@@ -260,7 +262,7 @@ async def test_a_small_read_that_finds_the_file_busy_is_retried_in_a_thread(
         where.append(on_loop)
         if on_loop:
             error = sqlite3.OperationalError("database is locked")
-            error.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+            error.sqlite_errorcode = sqlite3.SQLITE_BUSY
             raise error
         assert busy_timeout(conn) == 30_000  # the thread may wait
         return real(run_id, conn)
@@ -361,3 +363,51 @@ def test_checkpoints_follow_the_pages_a_batch_writes(batches: int, pages: int, e
     checkpoints.batches = batches
     checkpoints.run(_Answers(pages))  # type: ignore[arg-type]
     assert (checkpoints.batches, checkpoints.every) == (0, every)
+
+
+class _BusyAtBegin(sqlite3.Connection):
+    """A connection whose ``busy_at``-th ``BEGIN IMMEDIATE`` finds the write lock taken."""
+
+    busy_at = 0
+    begins = 0
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if sql == "BEGIN IMMEDIATE":
+            self.begins += 1
+            if self.begins == self.busy_at:
+                error = sqlite3.OperationalError("database is locked")
+                error.sqlite_errorcode = sqlite3.SQLITE_BUSY
+                raise error
+        return super().execute(sql, parameters)
+
+
+@pytest.mark.parametrize(
+    "busy_at",
+    [pytest.param(1, id="at-the-first-begin"), pytest.param(2, id="at-the-retry-in-savepoints")],
+)
+@pytest.mark.parametrize("give_way", [True, False])
+def test_a_batch_that_finds_the_lock_taken_gives_way_untouched(
+    tmp_path: Path, busy_at: int, give_way: bool
+) -> None:
+    conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None, factory=_BusyAtBegin)
+    assert isinstance(conn, _BusyAtBegin)
+    with contextlib.closing(conn):
+        conn.execute("CREATE TABLE t (v INTEGER PRIMARY KEY)")
+        conn.busy_at = busy_at
+
+        def insert(value: int, conn: sqlite3.Connection) -> int:
+            conn.execute("INSERT INTO t VALUES (?)", (value,))
+            return value
+
+        # The second op fails on its own (a duplicate key), which sends the batch to its
+        # retry in savepoints: a second BEGIN.
+        batch = [commit_module.Op(partial(insert, 1)), commit_module.Op(partial(insert, 1))]
+        committed = commit_module.commit(conn, batch, give_way=give_way)
+        assert not conn.in_transaction
+        assert conn.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
+        if give_way:
+            assert committed is False
+            assert [(op.done, op.result, op.error) for op in batch] == [(False, None, None)] * 2
+        else:
+            assert committed is True
+            assert all(op.done and commit_module.is_busy(op.error) for op in batch)  # type: ignore[arg-type]
