@@ -40,6 +40,8 @@ def to_json(value: object, *, what: str) -> Any:
     if kind in _PLAIN and (kind is not float or math.isfinite(value)):  # type: ignore[arg-type]
         _refuse(value, what)
         return value
+    if kind is dict and all(map(_clean_item, value.items())):  # type: ignore[attr-defined]
+        return dict(value)  # type: ignore[call-overload]  # clean as it is: nothing to refuse
     if kind is dict and all(
         type(k) is str and type(v) in _PLAIN and (type(v) is not float or math.isfinite(v))
         for k, v in value.items()  # type: ignore[attr-defined]

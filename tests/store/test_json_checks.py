@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine._base._json import MAX_DEPTH, _walk, json_safe, unencodable
+from engine._base import JournalError
+from engine._base._json import MAX_DEPTH, _walk, json_safe, to_json, unencodable
 
 # Text with lone surrogates among it, floats with NaN and infinities, integers past the limit.
 _TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xDFFF), max_size=8)
@@ -80,3 +81,19 @@ def test_made_safe_data_is_what_the_walk_makes_it_and_always_encodes(data: Any) 
     assert json.loads(strict.encode(safe)) == json.loads(strict.encode(walked))
     if type(data) in (dict, list):
         assert safe is not data  # a fresh copy, never the caller's own object
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_TEXT, _SCALARS, max_size=6))
+def test_a_flat_dict_is_taken_as_json_exactly_when_nothing_in_it_is_refused(data: Any) -> None:
+    problem = _walk(data, MAX_DEPTH)
+    try:
+        kept = to_json(data, what="the value")
+    except JournalError:
+        assert problem is not None or any(
+            type(v) is float and not math.isfinite(v) for v in data.values()
+        )
+    else:
+        assert problem is None
+        assert kept == data
+        assert kept is not data
