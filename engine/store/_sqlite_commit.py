@@ -141,6 +141,9 @@ class Checkpoints:
     def __init__(self) -> None:
         self.batches = 0
         self.every = 100
+        #: Pages the last checkpoint left in the WAL: it could not copy them all (a reader
+        #: in another connection still needed them), so the WAL did not start afresh.
+        self.kept = 0
 
     def due(self) -> bool:
         """Count one batch committed; return whether a checkpoint is due."""
@@ -151,10 +154,12 @@ class Checkpoints:
         """Checkpoint what the WAL holds (in a worker thread); never raises."""
         batches, self.batches = self.batches, 0
         try:
-            _, pages, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
+            _, pages, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
         except sqlite3.Error:  # a failing file fails the next write, which says why
             return
-        self.every = max(1, min(self.PAGES, batches * self.PAGES // max(pages, 1)))
+        written = pages - self.kept if pages >= self.kept else pages
+        self.kept = 0 if copied >= pages else pages
+        self.every = max(1, min(self.PAGES, batches * self.PAGES // max(written, 1)))
 
 
 def close_all(connections: tuple[sqlite3.Connection | None, ...]) -> None:

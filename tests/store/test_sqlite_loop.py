@@ -336,33 +336,39 @@ async def test_the_loop_writer_checkpoints_in_a_thread_and_the_wal_stays_small(
 
 
 class _Answers:
-    """A connection whose checkpoint reports ``pages`` pages in the WAL."""
+    """A connection whose checkpoint finds ``pages`` pages in the WAL and copies ``copied``."""
 
-    def __init__(self, pages: int) -> None:
-        self.pages = pages
+    def __init__(self, pages: int, copied: int) -> None:
+        self.pages, self.copied = pages, copied
 
     def execute(self, statement: str) -> _Answers:
         assert statement == "PRAGMA wal_checkpoint(PASSIVE)"
         return self
 
     def fetchall(self) -> list[tuple[int, int, int]]:
-        return [(0, self.pages, self.pages)]
+        return [(0, self.pages, self.copied)]
 
 
 @pytest.mark.parametrize(
-    ("batches", "pages", "every"),
+    ("kept", "pages", "copied", "every", "kept_after"),
     [
-        pytest.param(100, 300, 333, id="three-pages-a-batch"),
-        pytest.param(100, 50_000, 2, id="big-batches"),
-        pytest.param(10, 10**9, 1, id="at-least-one"),
-        pytest.param(100, 0, 1000, id="nothing-in-the-wal"),
+        pytest.param(0, 300, 300, 333, 0, id="three-pages-a-batch"),
+        pytest.param(0, 50_000, 50_000, 2, 0, id="big-batches"),
+        pytest.param(0, 10**9, 10**9, 1, 0, id="at-least-one"),
+        pytest.param(0, 0, 0, 1000, 0, id="nothing-in-the-wal"),
+        # A reader held the WAL: it did not start afresh, and only what came since counts.
+        pytest.param(0, 300, 200, 333, 300, id="left-pages"),
+        pytest.param(300, 600, 600, 333, 0, id="after-left-pages"),
+        pytest.param(900, 300, 300, 333, 0, id="started-afresh-meanwhile"),
     ],
 )
-def test_checkpoints_follow_the_pages_a_batch_writes(batches: int, pages: int, every: int) -> None:
+def test_checkpoints_follow_the_pages_a_batch_writes(
+    kept: int, pages: int, copied: int, every: int, kept_after: int
+) -> None:
     checkpoints = commit_module.Checkpoints()
-    checkpoints.batches = batches
-    checkpoints.run(_Answers(pages))  # type: ignore[arg-type]
-    assert (checkpoints.batches, checkpoints.every) == (0, every)
+    checkpoints.batches, checkpoints.kept = 100, kept
+    checkpoints.run(_Answers(pages, copied))  # type: ignore[arg-type]
+    assert (checkpoints.batches, checkpoints.every, checkpoints.kept) == (0, every, kept_after)
 
 
 class _BusyAtBegin(sqlite3.Connection):
@@ -411,3 +417,24 @@ def test_a_batch_that_finds_the_lock_taken_gives_way_untouched(
         else:
             assert committed is True
             assert all(op.done and commit_module.is_busy(op.error) for op in batch)  # type: ignore[arg-type]
+
+
+async def test_a_reader_holding_the_wal_does_not_make_checkpoints_run_every_batch(
+    store: SQLiteStore, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs: list[int] = []
+    real = commit_module.Checkpoints.run
+
+    def spy(self: commit_module.Checkpoints, conn: sqlite3.Connection) -> None:
+        runs.append(self.batches)
+        real(self, conn)
+
+    monkeypatch.setattr(commit_module.Checkpoints, "run", spy)
+    await store.create_run(new_run("r1"))
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as reader:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM journal").fetchall()  # holds its snapshot
+        for n in range(3000):
+            await store.append("r1", [record(f"k{n}")])
+        reader.execute("COMMIT")
+    assert 2 <= len(runs) <= 10, runs  # about every 1000 pages, as without the reader
