@@ -156,17 +156,16 @@ class Node:
 
     def open_child(self, kind: NodeKind, name: str, data: dict[str, Any]) -> Node:
         """Open a child node holding ``data`` (the dict itself, not a copy)."""
-        trace = self.trace
         label = kind if kind in _KEYED_BY_KIND else name
         counters = self._counters
         if counters is None:
-            counters = self._counters = {}
-        n = counters.get(label, 0)
-        counters[label] = n + 1
+            n = 0
+            self._counters = {label: 1}
+        else:
+            n = counters.get(label, 0)
+            counters[label] = n + 1
         key = f"{self.key}/{label}:{n}" if self.key else f"{label}:{n}"
-        node = Node(next(trace._ids), kind, name, key, self.id, trace, data)
-        trace.nodes.append(node)
-        return node
+        return _open(self.trace, kind, name, key, self.id, data)
 
     def close(self, status: str = "ok", **data: Any) -> None:
         """Close the node with a status, recording its duration and any final data."""
@@ -214,6 +213,30 @@ class Node:
             "usage": dict(self._usage or {}),
             "data": _export(self.data),
         }
+
+
+_new = object.__new__
+
+
+def _open(
+    trace: Trace, kind: NodeKind, name: str, key: str, parent_id: int | None, data: dict[str, Any]
+) -> Node:
+    """Open a node of ``trace``: what ``Node(...)`` makes, without the class call."""
+    node: Node = _new(Node)
+    node.id = next(trace._ids)
+    node.kind = kind
+    node.name = name
+    node.key = key
+    node.parent_id = parent_id
+    node.trace = trace
+    node._t0 = _perf_counter()
+    node.duration_s = None
+    node.status = "running"
+    node.data = data
+    node._usage = None
+    node._counters = None
+    trace.nodes.append(node)
+    return node
 
 
 def _export(data: dict[str, Any]) -> dict[str, Any]:
@@ -319,11 +342,12 @@ class Trace:
     def open(self, kind: NodeKind, name: str, *, parent: Node | None, **data: Any) -> Node:
         """Open a node under ``parent`` (``None`` for a root)."""
         if parent is not None:
-            return parent.child(kind, name, **data)
-        label = kind if kind in _KEYED_BY_KIND else name
-        node = Node(next(self._ids), kind, name, label, None, self, data=data)
-        self.nodes.append(node)
-        return node
+            return parent.open_child(kind, name, data)
+        return self.open_root(kind, name, data)
+
+    def open_root(self, kind: NodeKind, name: str, data: dict[str, Any]) -> Node:
+        """Open a root node holding ``data`` (the dict itself, not a copy)."""
+        return _open(self, kind, name, kind if kind in _KEYED_BY_KIND else name, None, data)
 
     def wall_at(self, t: float) -> float:
         """Return the wall-clock time of a ``time.perf_counter()`` reading ``t``."""

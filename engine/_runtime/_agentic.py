@@ -226,7 +226,7 @@ class _frame:
             node: Node | None = parent.open_child("frame", name, {})
         else:
             trace = getattr(runtime, "trace", None)
-            node = trace.open("frame", name, parent=None) if isinstance(trace, Trace) else None
+            node = trace.open_root("frame", name, {}) if isinstance(trace, Trace) else None
         if node is not None:
             self._node = node
             self._node_token = current_node.set(node)

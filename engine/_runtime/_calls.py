@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from engine.models import Model, Request, Response
 
-__all__ = ["ModelCalls", "note_settings"]
+__all__ = ["ModelCalls", "answered", "note_settings"]
 
 
 def note_settings(node: Node, model: object, request: Request) -> None:
@@ -54,30 +54,49 @@ class ModelCalls:
         # Before the call, so a failed call shows them too; a durable run's hooks note those
         # of the model they call live instead (a resume's model).
         note_settings(node, model, request)
-        try:
-            if hooks.passes_model_call:
-                try:
-                    response = await model.complete(request)
-                except RetryableModelError as exc:
-                    # Transport failures (not an open breaker) go to the transport policy: what
-                    # Transport.__call__ does, without its object and frame on the hot path.
-                    if isinstance(exc, CircuitOpenError):
-                        raise
-                    retry = Transport(self.transport, node, self.on_retry)
-                    response = await retry.after(exc, model, request)
-            else:
+        if hooks.passes_model_call:
+            try:
+                response = await model.complete(request)
+            except CircuitOpenError as exc:  # the breaker decided: no policy may retry past it
+                node.fail(exc)
+                raise
+            except RetryableModelError as exc:
+                response = await self.retried(node, model, request, exc)
+            except BaseException as exc:
+                node.fail(exc)
+                raise
+        else:
+            try:
                 call = Transport(self.transport, node, self.on_retry)
                 response = await hooks.model_call(node, model, request, call)
+            except BaseException as exc:
+                node.fail(exc)
+                raise
+        answered(node, response)
+        return response
+
+    async def retried(
+        self, node: Node, model: Model, request: Request, first: RetryableModelError
+    ) -> Response:
+        """Retry a call whose first attempt failed with ``first`` (a transport failure, not
+        an open breaker) under the transport policy, as :meth:`Transport.__call__` does; a
+        failure that ends the call fails ``node``.
+        """
+        try:
+            return await Transport(self.transport, node, self.on_retry).after(first, model, request)
         except BaseException as exc:
             node.fail(exc)
             raise
-        usage = response.usage
-        if not node.data.get("replayed"):  # a replayed reply cost nothing this time
-            node.add_usage(usage.input_tokens, usage.output_tokens)
-        node.close(
-            "ok",
-            model=response.model,
-            finish_reason=response.finish_reason,
-            reply=response.text[:REPLY_HEAD],
-        )
-        return response
+
+
+def answered(node: Node, response: Response) -> None:
+    """Close the node of a model call that answered, with the reply's usage and head."""
+    usage = response.usage
+    if not node.data.get("replayed"):  # a replayed reply cost nothing this time
+        node.add_usage(usage.input_tokens, usage.output_tokens)
+    node.close(
+        "ok",
+        model=response.model,
+        finish_reason=response.finish_reason,
+        reply=response.text[:REPLY_HEAD],
+    )

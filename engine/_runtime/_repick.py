@@ -14,10 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine._base import REPLY_HEAD, BadRequestError, DecisionError, Node
+from engine._base import (
+    REPLY_HEAD,
+    BadRequestError,
+    CircuitOpenError,
+    DecisionError,
+    Node,
+    RetryableModelError,
+)
 from engine._decision import Failure, Menu, Pick, find_pick, repick_text, validate
 from engine._retries import RetryEvent, note_retry
-from engine._runtime._calls import ModelCalls
+from engine._runtime._calls import ModelCalls, answered, note_settings
 from engine._runtime._enforcement import enforcement, sent_mode
 from engine._runtime._requests import message, pick_schema
 from engine._runtime._tools import ToolLoop, Toolset
@@ -214,7 +221,22 @@ async def plain_pick(
     data["failures"] = []
     data["replies"] = heads
     mnode = node.open_child("model_call", "model_call", {"attempt": 0})
-    response = await calls(mnode, model, request)
+    if calls.hooks.passes_model_call:
+        # What ``calls(...)`` does for hooks that pass the call through, without its frame.
+        note_settings(mnode, model, request)
+        try:
+            response = await model.complete(request)
+        except CircuitOpenError as exc:  # the breaker decided: no policy may retry past it
+            mnode.fail(exc)
+            raise
+        except RetryableModelError as exc:
+            response = await calls.retried(mnode, model, request, exc)
+        except BaseException as exc:
+            mnode.fail(exc)
+            raise
+        answered(mnode, response)
+    else:
+        response = await calls(mnode, model, request)
     data["enforcement"] = sent_mode(response, None)
     heads.append(response.text[:REPLY_HEAD])
     try:

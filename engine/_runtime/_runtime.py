@@ -92,6 +92,7 @@ class Runtime:
         self.enforce = enforce
         self.decision = decision
         self.settings = settings
+        self._calls = ModelCalls(transport, current_hooks.get(), None)
 
     def call_settings(self, settings: ModelSettings | None) -> ModelSettings | None:
         """Return this runtime's settings with a call's ``settings`` laid over them."""
@@ -222,7 +223,15 @@ class Runtime:
         if timeout_s is not None:
             check_timeout(timeout_s)
         hooks = current_hooks.get()
-        calls = ModelCalls(self.transport, hooks, on_retry)
+        calls = self._calls
+        if (
+            calls.hooks is not hooks
+            or calls.transport is not self.transport
+            or on_retry is not None
+        ):
+            calls = ModelCalls(self.transport, hooks, on_retry)
+            if on_retry is None:
+                self._calls = calls  # the usual calls of this runtime: kept for the next
         model = self.model if model is None else _model_of(model)
         # How the pick is constrained is the answering model's (a resume's own): see
         # ._enforcement. The node says it; each attempt records what was sent.
@@ -322,7 +331,7 @@ class Runtime:
         parent = current_node.get()
         if parent is not None:
             return parent.open_child("decision", name, data)
-        return self.trace.open("decision", name, parent=None, **data)
+        return self.trace.open_root("decision", name, data)
 
     def open_node(self, kind: NodeKind, name: str, **data: Any) -> Node:
         """Open a trace node under the current node, or as a root of :attr:`trace`."""
