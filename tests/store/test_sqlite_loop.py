@@ -437,4 +437,6 @@ async def test_a_reader_holding_the_wal_does_not_make_checkpoints_run_every_batc
         for n in range(3000):
             await store.append("r1", [record(f"k{n}")])
         reader.execute("COMMIT")
-    assert 2 <= len(runs) <= 10, runs  # about every 1000 pages, as without the reader
+    # About every 1000 pages (some 300 appends here), as without the reader.
+    assert len(runs) >= 2, runs
+    assert min(runs[1:]) >= 100, runs
