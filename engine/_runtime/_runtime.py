@@ -20,7 +20,7 @@ from engine._base import (
 )
 from engine._decision import DECISION_FINISH_INSTRUCTION, Menu, Pick, build_menu
 from engine._retries import DecisionRetry, OnRetry
-from engine._runtime._calls import ModelCalls
+from engine._runtime._calls import ModelCalls, model_of
 from engine._runtime._deadline import check_timeout, deadline
 from engine._runtime._enforcement import Enforce, check_runtime_enforce, enforcement
 from engine._runtime._hooks import current_hooks
@@ -30,7 +30,7 @@ from engine._runtime._repick import Asker, plain_pick
 from engine._runtime._requests import Content, blocks_of, build_request
 from engine._runtime._resolve import resolve
 from engine._runtime._tools import ToolLoop, Toolset, build_toolset, check_iterations
-from engine.models import Model, ModelSettings, Request, TextBlock, model_from_string
+from engine.models import Model, ModelSettings, Request, TextBlock
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -85,14 +85,13 @@ class Runtime:
     ) -> None:
         _check_settings(settings)
         check_runtime_enforce(enforce)
-        self.model = _model_of(model)
+        self.model = model_of(model)
         self.system = system
         self.trace = trace if trace is not None else Trace()
         self.transport = transport
         self.enforce = enforce
         self.decision = decision
         self.settings = settings
-        self._calls = ModelCalls(transport, current_hooks.get(), None)
 
     def call_settings(self, settings: ModelSettings | None) -> ModelSettings | None:
         """Return this runtime's settings with a call's ``settings`` laid over them."""
@@ -159,7 +158,7 @@ class Runtime:
         if timeout_s is not None:
             check_timeout(timeout_s)
         if model is not None:
-            model = _model_of(model)
+            model = model_of(model)
         blocks = blocks_of(content)
         asked = self.call_settings(settings)
         menu = build_menu(choices) if choices is not None else None
@@ -223,16 +222,8 @@ class Runtime:
         if timeout_s is not None:
             check_timeout(timeout_s)
         hooks = current_hooks.get()
-        calls = self._calls
-        if (
-            calls.hooks is not hooks
-            or calls.transport is not self.transport
-            or on_retry is not None
-        ):
-            calls = ModelCalls(self.transport, hooks, on_retry)
-            if on_retry is None:
-                self._calls = calls  # the usual calls of this runtime: kept for the next
-        model = self.model if model is None else _model_of(model)
+        calls = ModelCalls(self.transport, hooks, on_retry)
+        model = self.model if model is None else model_of(model)
         # How the pick is constrained is the answering model's (a resume's own): see
         # ._enforcement. The node says it; each attempt records what was sent.
         mode = enforcement(self.enforce, hooks.live_model(model), request)
@@ -376,21 +367,6 @@ class _Asking(NamedTuple):
     model: Model
     max_retries: int
     on_retry: OnRetry | None
-
-
-def _model_of(model: Model | str) -> Model:
-    """Return ``model_from_string(model)``; a model object is found without typing's walk.
-
-    What ``isinstance(model, Model)`` checks (a ``name``, a ``complete`` that is not
-    ``None``) is checked here directly: the protocol check costs microseconds a runtime.
-    """
-    if (
-        not isinstance(model, str)
-        and hasattr(model, "name")
-        and getattr(model, "complete", None) is not None
-    ):
-        return model
-    return model_from_string(model)
 
 
 def _decision_name(name: str | None) -> str:
