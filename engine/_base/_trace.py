@@ -253,17 +253,20 @@ def _export(data: dict[str, Any]) -> dict[str, Any]:
             if v.isascii() and (len(v) <= _SUMMARY_CHARS or k in _KEEP):
                 out[key] = v
                 continue
+        elif kind is list:
+            # A list of names: every item a str (not a subclass) of ASCII text, found in C.
+            if k in _KEEP and (not v or (set(map(type, v)) <= _STR_ONLY and "".join(v).isascii())):
+                out[key] = list(v)
+                continue
+        elif kind is dict:
+            if k not in _KEEP:
+                flat = _short_flat(v)
+                if flat is not None:
+                    out[key] = flat
+                    continue
         elif kind is bool or v is None or (kind is int and v.bit_length() <= _MAX_INT_BITS):
             out[key] = v
             continue
-        elif kind is list and k in _KEEP and all(type(i) is str and i.isascii() for i in v):
-            out[key] = list(v)
-            continue
-        elif kind is dict and k not in _KEEP:
-            flat = _short_flat(v)
-            if flat is not None:
-                out[key] = flat
-                continue
         kept = k in _KEEP or kind in _PLAIN or (kind is str and len(v) <= _SUMMARY_CHARS)
         out[key] = json_safe(v if kept else _summarise(v), 1)
     return out
@@ -276,16 +279,22 @@ def _short_flat(value: dict[Any, Any]) -> dict[str, Any] | None:
     counted here (in that text only a quote or a backslash is escaped, by one more
     character) instead of written out. ``None``: the dict needs the long way.
     """
-    size = 0  # each item adds its key, its quotes, ": " and ", " (or the closing brace)
+    # Each item adds its key, its quotes, ": " and ", " (or the closing brace); text adds
+    # its escapes, counted only when the text is long enough for them to matter (at most
+    # one a character).
+    size = 0
+    escapes = 0  # the most the escapes of the text seen so far can add
     for k, v in value.items():
         if type(k) is not str or not (k.isascii() and k.isprintable()):
             return None
-        size += len(k) + k.count('"') + k.count("\\") + 6
+        size += len(k) + 6
+        escapes += len(k)
         kind = type(v)
         if kind is str:
             if not (v.isascii() and v.isprintable()):
                 return None
-            size += len(v) + v.count('"') + v.count("\\") + 2
+            size += len(v) + 2
+            escapes += len(v)
         elif kind is bool:
             size += 4 if v else 5
         elif v is None:
@@ -298,7 +307,18 @@ def _short_flat(value: dict[Any, Any]) -> dict[str, Any] | None:
             return None
         if size > _SUMMARY_CHARS:
             return None
+    if size + escapes > _SUMMARY_CHARS and size + _escapes(value) > _SUMMARY_CHARS:
+        return None
     return dict(value)
+
+
+def _escapes(value: dict[str, Any]) -> int:
+    """Count the characters JSON escapes in the keys and text of a flat dict."""
+    text = "".join(value) + "".join(v for v in value.values() if type(v) is str)
+    return text.count('"') + text.count("\\")
+
+
+_STR_ONLY = frozenset({str})
 
 
 # The attribute under which an exception remembers the innermost node it failed.
