@@ -72,9 +72,6 @@ class ModelCalls:
         if hooks.passes_model_call:
             try:
                 response = await model.complete(request)
-            except CircuitOpenError as exc:  # the breaker decided: no policy may retry past it
-                node.fail(exc)
-                raise
             except RetryableModelError as exc:
                 response = await self.retried(node, model, request, exc)
             except BaseException as exc:
@@ -93,11 +90,13 @@ class ModelCalls:
     async def retried(
         self, node: Node, model: Model, request: Request, first: RetryableModelError
     ) -> Response:
-        """Retry a call whose first attempt failed with ``first`` (a transport failure, not
-        an open breaker) under the transport policy, as :meth:`Transport.__call__` does; a
-        failure that ends the call fails ``node``.
+        """Retry a call whose first attempt failed with ``first`` under the transport policy,
+        as :meth:`Transport.__call__` does (an open breaker is raised as it is); a failure
+        that ends the call fails ``node``.
         """
         try:
+            if isinstance(first, CircuitOpenError):
+                raise first  # the breaker decided: no policy may retry past it
             return await Transport(self.transport, node, self.on_retry).after(first, model, request)
         except BaseException as exc:
             node.fail(exc)

@@ -14,17 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine._base import (
-    REPLY_HEAD,
-    BadRequestError,
-    CircuitOpenError,
-    DecisionError,
-    Node,
-    RetryableModelError,
-)
+from engine._base import REPLY_HEAD, BadRequestError, DecisionError, Node
 from engine._decision import Failure, Menu, Pick, find_pick, repick_text, validate
 from engine._retries import RetryEvent, note_retry
-from engine._runtime._calls import ModelCalls, answered, note_settings
+from engine._runtime._calls import ModelCalls
 from engine._runtime._enforcement import enforcement, sent_mode
 from engine._runtime._requests import message, pick_schema
 from engine._runtime._tools import ToolLoop, Toolset
@@ -37,6 +30,8 @@ __all__ = [
     "Attempt",
     "checked_pick",
     "cut_reply",
+    "first_call",
+    "first_pick",
     "plain_pick",
 ]
 
@@ -216,34 +211,42 @@ async def plain_pick(
     The first attempt is made here, without an asker; only a failed one builds the asker,
     which re-picks from it. The node holds what an asker leaves on it.
     """
+    mnode = first_call(node)
+    response = await calls(mnode, model, request)
+    pick = first_pick(node, response, menu)
+    if isinstance(pick, Failure):
+        return await Asker(runtime, calls, node, menu, model, max_retries)(
+            request, (mnode, response, pick)
+        )
+    return pick
+
+
+def first_call(node: Node) -> Node:
+    """Open the node of a decision's first model call, and ready the decision's ``node``.
+
+    The first attempt of a text-mode decision with no tools (see :func:`plain_pick`) needs
+    no asker: its caller makes the call under this node and reads it with
+    :func:`first_pick`.
+    """
     data = node.data
-    heads: list[str] = []
     data["failures"] = []
-    data["replies"] = heads
-    mnode = node.open_child("model_call", "model_call", {"attempt": 0})
-    if calls.hooks.passes_model_call:
-        # What ``calls(...)`` does for hooks that pass the call through, without its frame.
-        note_settings(mnode, model, request)
-        try:
-            response = await model.complete(request)
-        except CircuitOpenError as exc:  # the breaker decided: no policy may retry past it
-            mnode.fail(exc)
-            raise
-        except RetryableModelError as exc:
-            response = await calls.retried(mnode, model, request, exc)
-        except BaseException as exc:
-            mnode.fail(exc)
-            raise
-        answered(mnode, response)
-    else:
-        response = await calls(mnode, model, request)
+    data["replies"] = []
+    return node.open_child("model_call", "model_call", {"attempt": 0})
+
+
+def first_pick(node: Node, response: Response, menu: Menu) -> Pick | Failure:
+    """Return the validated pick of a first attempt's reply, or its failure.
+
+    The decision's ``node`` holds what an asker leaves on it; a failure is for an asker to
+    re-pick from (``(model call node, response, failure)`` as its first attempt).
+    """
+    data = node.data
     data["enforcement"] = sent_mode(response, None)
-    heads.append(response.text[:REPLY_HEAD])
+    data["replies"].append(response.text[:REPLY_HEAD])
     try:
         pick = checked_pick(response, menu)
     except Failure as failure:
-        ask = Asker(runtime, calls, node, menu, model, max_retries)
-        return await ask(request, (mnode, response, failure))
+        return failure
     data["attempts"] = 1
     return pick
 

@@ -12,21 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from engine._base import (
-    Node,
-    NodeKind,
-    Trace,
-    current_node,
-)
-from engine._decision import DECISION_FINISH_INSTRUCTION, Menu, Pick, build_menu
+from engine._base import Node, NodeKind, RetryableModelError, Trace, current_node
+from engine._decision import DECISION_FINISH_INSTRUCTION, Failure, Menu, Pick, build_menu
 from engine._retries import DecisionRetry, OnRetry
-from engine._runtime._calls import ModelCalls, model_of
+from engine._runtime._calls import ModelCalls, answered, model_of, note_settings
+from engine._runtime._checks import check_retries, check_settings, decision_name
 from engine._runtime._deadline import check_timeout, deadline
 from engine._runtime._enforcement import Enforce, check_runtime_enforce, enforcement
 from engine._runtime._hooks import current_hooks
 from engine._runtime._human import approval_of, approved, needs_approval, question
 from engine._runtime._questions import HumanAsk
-from engine._runtime._repick import Asker, plain_pick
+from engine._runtime._repick import Asker, first_call, first_pick, plain_pick
 from engine._runtime._requests import Content, blocks_of, build_request
 from engine._runtime._resolve import resolve
 from engine._runtime._tools import ToolLoop, Toolset, build_toolset, check_iterations
@@ -83,7 +79,7 @@ class Runtime:
         decision: DecisionPolicy | None = None,
         settings: ModelSettings | None = None,
     ) -> None:
-        _check_settings(settings)
+        check_settings(settings)
         check_runtime_enforce(enforce)
         self.model = model_of(model)
         self.system = system
@@ -97,7 +93,7 @@ class Runtime:
         """Return this runtime's settings with a call's ``settings`` laid over them."""
         if settings is None:
             return self.settings
-        _check_settings(settings)
+        check_settings(settings)
         return settings if self.settings is None else self.settings.merge(settings)
 
     def __repr__(self) -> str:
@@ -153,7 +149,7 @@ class Runtime:
             MaxIterationsError: The model still called tools after ``max_iterations`` calls.
             DeadlineExceeded: ``timeout_s`` ran out.
         """
-        _check_retries(max_retries)
+        check_retries(max_retries)
         check_iterations(max_iterations)
         if timeout_s is not None:
             check_timeout(timeout_s)
@@ -218,7 +214,7 @@ class Runtime:
         again with the reason, or settles on the option ``on_reject`` names.
         """
         if max_retries != 1 or type(max_retries) is not int:  # True and 1.0 are not counts
-            _check_retries(max_retries)
+            check_retries(max_retries)
         if timeout_s is not None:
             check_timeout(timeout_s)
         hooks = current_hooks.get()
@@ -230,21 +226,38 @@ class Runtime:
         data: dict[str, Any] = {"options": menu.names, "enforcement": mode or "text"}
         if human is not None:
             data = {"options": menu.names, "by": "human"}
-        node = self._open_decision(_decision_name(name), data)
+        node = self._open_decision(decision_name(name), data)
         # This is the hot path of every decision: tokens instead of context managers, and
         # hooks that only pass through are skipped.
         token = current_node.set(node)
+        usual = (
+            human is None
+            and mode is None
+            and tools is None
+            and timeout_s is None
+            and self.decision is None
+            and hooks.passes_decision
+        )
         try:
             try:
-                if (
-                    human is None
-                    and mode is None
-                    and tools is None
-                    and timeout_s is None
-                    and self.decision is None
-                    and hooks.passes_decision
-                ):
-                    # The usual decision: its first attempt is made without an asker.
+                if usual and hooks.passes_model_call:
+                    # The usual decision: its first attempt is made here, in this frame, as
+                    # plain_pick and ModelCalls make it; only a failed one builds an asker.
+                    mnode = first_call(node)
+                    note_settings(mnode, model, request)
+                    try:
+                        response = await model.complete(request)
+                    except RetryableModelError as exc:
+                        response = await calls.retried(mnode, model, request, exc)
+                    except BaseException as exc:
+                        mnode.fail(exc)
+                        raise
+                    answered(mnode, response)
+                    pick = first_pick(node, response, menu)
+                    if isinstance(pick, Failure):
+                        ask = Asker(self, calls, node, menu, model, max_retries)
+                        pick = await ask(request, (mnode, response, pick))
+                elif usual:  # the same through hooks of model calls
                     pick = await plain_pick(self, calls, node, menu, model, max_retries, request)
                 else:
                     pick = await self._pick(
@@ -367,28 +380,3 @@ class _Asking(NamedTuple):
     model: Model
     max_retries: int
     on_retry: OnRetry | None
-
-
-def _decision_name(name: str | None) -> str:
-    """Return a decision's node name: ``name``, checked, or ``"decision"``."""
-    if name is None:
-        return "decision"
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        raise ValueError(
-            f"name must be a non-empty string of at most 200 characters, or None, got {name!r}"
-        )
-    return name
-
-
-def _check_settings(settings: object) -> None:
-    if settings is not None and not isinstance(settings, ModelSettings):
-        raise TypeError(
-            f"settings must be an engine.models.ModelSettings or None, got {settings!r}"
-        )
-
-
-def _check_retries(max_retries: int) -> None:
-    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-        raise ValueError(
-            f"max_retries must be an integer >= 0 (0 disables re-picks), got {max_retries!r}"
-        )

@@ -242,17 +242,23 @@ class Model(Protocol):
 # is what ``model_construct`` does, without its per-field bookkeeping.
 
 _M = TypeVar("_M", bound=BaseModel)
-_set = object.__setattr__
 _new = object.__new__  # BaseModel defines no __new__ of its own
+# The setters of BaseModel's slots, called directly: what object.__setattr__ finds for these
+# names (skipping the model's own __setattr__), without looking them up each time.
+_SLOTS = vars(BaseModel)
+_set_dict = _SLOTS["__dict__"].__set__
+_set_fields = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
 
 
 def _trusted(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
     """Build ``cls`` from ``values`` (every field given) without validating them."""
     obj = _new(cls)
-    _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", fields_set)
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
+    _set_dict(obj, values)
+    _set_fields(obj, fields_set)
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
 
 
