@@ -186,7 +186,10 @@ class Node:
 
     def add_usage(self, input_tokens: int, output_tokens: int) -> None:
         """Add token usage to this node."""
-        usage = self.usage
+        usage = self._usage
+        if usage is None:  # the usual case: one call's usage on its own node
+            self._usage = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+            return
         usage["input_tokens"] = usage.get("input_tokens", 0) + input_tokens
         usage["output_tokens"] = usage.get("output_tokens", 0) + output_tokens
 

@@ -64,6 +64,8 @@ class FunctionSpec:
     var_keyword: bool
     description: str | None
     is_async: bool
+    #: What ``@agentic_function`` declared on the callable (its ``__agentic__``), if anything.
+    meta: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False)
     #: Whether binding adds arguments the model never fills (runtime or hidden ones).
     binds: bool = dataclasses.field(init=False)
 
@@ -111,7 +113,8 @@ def function_spec(fn: Callable[..., Any], *, where: str) -> FunctionSpec:
         OptionsTypeError: A parameter is positional-only, or the annotation of a parameter
             the model fills cannot be resolved or validated.
     """
-    meta: Mapping[str, Any] = getattr(fn, AGENTIC_ATTR, None) or {}
+    declared: Mapping[str, Any] | None = getattr(fn, AGENTIC_ATTR, None)
+    meta: Mapping[str, Any] = declared or {}
     inputs: Mapping[str, Mapping[str, Any]] = meta.get("input") or {}
     try:
         signature = inspect.signature(fn)
@@ -131,7 +134,7 @@ def function_spec(fn: Callable[..., Any], *, where: str) -> FunctionSpec:
         elif p.kind is not p.VAR_POSITIONAL:
             params.append(_param(p, hints.get(p.name, _EMPTY), inputs.get(p.name, {}), where))
     description = meta.get("description") or describe(fn)
-    return FunctionSpec(tuple(params), var_keyword, description, _is_async(fn))
+    return FunctionSpec(tuple(params), var_keyword, description, _is_async(fn), declared)
 
 
 def _param(p: inspect.Parameter, annotation: object, extra: Mapping[str, Any], where: str) -> Param:

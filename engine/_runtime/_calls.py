@@ -9,7 +9,7 @@ one and never call a model themselves.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine._base import REPLY_HEAD, CircuitOpenError, Node, RetryableModelError
 from engine._retries import OnRetry, Transport
@@ -41,11 +41,27 @@ def model_of(model: Model | str) -> Model:
 
 def note_settings(node: Node, model: object, request: Request) -> None:
     """Record on ``node`` the settings a call of ``model`` sends (the set fields only)."""
-    settings = effective_settings(getattr(model, "settings", None), request)
-    if settings:
-        node.data["settings"] = settings.set_fields()
+    # Every model call notes them, mostly from the same few objects (a model's settings, a
+    # runtime's, frozen both): their set fields are remembered by identity, as the merge is.
+    base = getattr(model, "settings", None)
+    asked = request.settings
+    key = (id(base), id(asked), request.max_tokens)
+    hit = _NOTED.get(key)
+    if hit is None or hit[0] is not base or hit[1] is not asked:
+        settings = effective_settings(base, request)
+        hit = (base, asked, settings.set_fields() if settings else None)
+        if len(_NOTED) >= _NOTED_MAX:
+            _NOTED.clear()  # calls that each bring new settings: start over, never grow
+        _NOTED[key] = hit  # the entry holds what it names, so no id is reused while kept
+    fields = hit[2]
+    if fields is not None:
+        node.data["settings"] = dict(fields)
     else:
         node.data.pop("settings", None)
+
+
+_NOTED: dict[tuple[int, int, int | None], tuple[object, object, dict[str, Any] | None]] = {}
+_NOTED_MAX = 256
 
 
 class ModelCalls:

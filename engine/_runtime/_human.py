@@ -64,7 +64,8 @@ def needs_approval(pick: Pick) -> bool:
     option = pick.option
     if option.kind != "function":
         return False
-    meta = getattr(option.handler, AGENTIC_ATTR, None)
+    spec = option.function  # it holds what the function declared
+    meta = spec.meta if spec is not None else getattr(option.handler, AGENTIC_ATTR, None)
     rule = meta.get("approve") if meta else None
     if rule is None or rule is False:
         return False

@@ -39,14 +39,13 @@ async def resolve(
         return option.name
     if kind == "schema":
         return {"decision": option.name, **pick.args}
-    fn = option.handler
-    assert callable(fn)
+    fn: Callable[..., Any] = option.handler  # type: ignore[assignment]  # a function option's
     spec = option.function
     if spec is None:
-        is_async, kwargs = False, pick.args
+        is_async, kwargs, meta = False, pick.args, getattr(fn, AGENTIC_ATTR, None)
     else:
         # The validated args are a dict of their own: only binding needs a copy.
-        is_async = spec.is_async
+        is_async, meta = spec.is_async, spec.meta
         kwargs = bind(pick, runtime=runtime, context=context) if spec.binds else pick.args
     if parent is None:
         return await call_option(fn, kwargs, is_async)
@@ -54,8 +53,12 @@ async def resolve(
         hooks = current_hooks.get()
     node = parent.open_child("step", option.name, {})
     node_token = current_node.set(node)
-    runtime_token = current_runtime.set(runtime) if runtime is not None else None
-    meta = getattr(fn, AGENTIC_ATTR, None)
+    # A runtime already ambient (a flow's) is not set again: what the step sees is the same.
+    runtime_token = (
+        current_runtime.set(runtime)
+        if runtime is not None and current_runtime.get() is not runtime
+        else None
+    )
     policy = meta.get("retry") if meta else None
     try:
         if policy is None and hooks.passes_step:
