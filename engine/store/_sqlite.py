@@ -112,10 +112,10 @@ class SQLiteStore(BatchedStore[commits.Op]):
         self.busy_timeout_s = busy_timeout_s
         self.read_only = read_only
         self.check = check
-        #: Whether batches commit on the loop's own thread (no fsync to wait for); small
-        #: reads always do. Connections the loop uses wait for a lock only in a worker thread.
+        #: Whether batches commit on the loop's thread (as small reads do): see the module.
         self._here = durability != "full"
         self._lent_ms = round(busy_timeout_s * 1000)
+        self._writer_lent = self._lent_ms if self._here else None
         self._checkpoints = commits.Checkpoints()
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
@@ -314,7 +314,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
             elif not (self._here and commits.commit(self._writer, batch, give_way=True)):
                 try:  # "full", or the file is locked by another connection: a worker thread
                     await anyio.to_thread.run_sync(
-                        commits.commit_waiting, self._writer, batch, self._here and self._lent_ms
+                        commits.commit_waiting, self._writer, batch, self._writer_lent
                     )
                 except BaseException:
                     # Cancelled before the thread started (the thread itself cannot be

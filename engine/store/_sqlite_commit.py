@@ -2,13 +2,14 @@
 
 A batch of queued writes commits in one transaction, each write keeping its own outcome;
 these functions never await. Where the store's durability does not fsync at every commit
-(``"normal"``, ``"off"``), its connections never wait for a lock (``busy_timeout`` zero) and
-a batch commits on the event loop's own thread: :func:`commit` with ``give_way=True`` leaves
-a batch that finds another connection holding the write lock untouched, and the store hands
-it to a worker thread, where :func:`waiting` lends the connection the store's full
+(``"normal"``, ``"off"``), its writer never waits for a lock (``busy_timeout`` zero) and a
+batch commits on the event loop's own thread: :func:`commit` with ``give_way=True`` leaves a
+batch that finds another connection holding the write lock untouched, and the store hands it
+to a worker thread, where :func:`waiting` lends the connection the store's full
 ``busy_timeout_s`` for that one call. Such a writer leaves checkpoints to
 :class:`Checkpoints`, which has them run in a worker thread. In ``"full"`` mode every batch
-commits in a worker thread, where the fsync does not hold up the loop.
+commits in a worker thread, where the fsync does not hold up the loop. The reader, which
+small reads use on the loop's thread in every mode, is lent a busy timeout the same way.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def is_busy(error: BaseException) -> bool:
 
 
 def commit(conn: sqlite3.Connection, batch: list[Op], *, give_way: bool = False) -> bool:
-    """Apply ``batch`` in one transaction, each op failing alone; never raises.
+    """Apply ``batch`` in one transaction, each op failing alone; raises only an interrupt
+    (what is not an ``Exception``), once the batch has failed with it.
 
     The ops run straight through first; only when one of them raises is the transaction
     rolled back and the batch applied again, each op in its own savepoint. The ops are pure
@@ -104,10 +106,10 @@ def _apply_each(conn: sqlite3.Connection, batch: list[Op]) -> None:
         conn.execute("RELEASE op")
 
 
-def commit_waiting(conn: sqlite3.Connection, batch: list[Op], lent_ms: int | bool) -> None:
-    """Commit ``batch`` in a worker thread, where it may wait for the write lock: unless
-    ``lent_ms`` is ``False``, a loop's connection waits that long for this one batch."""
-    if lent_ms is False:
+def commit_waiting(conn: sqlite3.Connection, batch: list[Op], lent_ms: int | None) -> None:
+    """Commit ``batch`` in a worker thread, where it may wait for the write lock: with
+    ``lent_ms``, a loop's connection waits that long for this one batch."""
+    if lent_ms is None:
         commit(conn, batch)
     else:
         waiting(conn, lent_ms, lambda conn: commit(conn, batch))
