@@ -84,14 +84,21 @@ class Message(BaseModel):
         content: list[TextBlock | ImageBlock],
     ) -> Message:
         """Build a message of content blocks that are already valid, without validating again."""
-        values = {
-            "role": role,
-            "content": content,
-            "tool_calls": [],
-            "tool_call_id": None,
-            "name": None,
-        }
-        return _trusted(cls, values, {"role", "content"})
+        message = _new(cls)  # what _trusted does, in this frame: messages are made per call
+        _set_dict(
+            message,
+            {
+                "role": role,
+                "content": content,
+                "tool_calls": [],
+                "tool_call_id": None,
+                "name": None,
+            },
+        )
+        _set_fields(message, {"role", "content"})
+        _set_extra(message, None)
+        _set_private(message, None)
+        return message
 
 
 class ToolSpec(BaseModel):
@@ -164,22 +171,29 @@ class Request(BaseModel):
         settings: ModelSettings | None = None,
     ) -> Request:
         """Build a request of parts that are already valid, without validating them again."""
-        values = {
-            "messages": messages,
-            "tools": tools,
-            "response_format": response_format,
-            "model": None,
-            "choices": choices,
-            "max_tokens": max_tokens,
-            "enforce": None,
-            "settings": settings,
-        }
         given = {"messages", "tools", "response_format", "choices"}
         if max_tokens is not None:
             given.add("max_tokens")
         if settings is not None:
             given.add("settings")
-        return _trusted(cls, values, given)
+        request = _new(cls)  # what _trusted does, in this frame: requests are made per call
+        _set_dict(
+            request,
+            {
+                "messages": messages,
+                "tools": tools,
+                "response_format": response_format,
+                "model": None,
+                "choices": choices,
+                "max_tokens": max_tokens,
+                "enforce": None,
+                "settings": settings,
+            },
+        )
+        _set_fields(request, given)
+        _set_extra(request, None)
+        _set_private(request, None)
+        return request
 
 
 class Usage(BaseModel):
