@@ -121,12 +121,12 @@ class ModelCalls:
 
 def answered(node: Node, response: Response) -> None:
     """Close the node of a model call that answered, with the reply's usage and head."""
-    usage = response.usage
-    if not node.data.get("replayed"):  # a replayed reply cost nothing this time
+    data = node.data
+    if not data.get("replayed"):  # a replayed reply cost nothing this time
+        usage = response.usage
         node.add_usage(usage.input_tokens, usage.output_tokens)
-    node.close(
-        "ok",
-        model=response.model,
-        finish_reason=response.finish_reason,
-        reply=response.text[:REPLY_HEAD],
-    )
+    # What close("ok", model=..., finish_reason=..., reply=...) records, item by item.
+    data["model"] = response.model
+    data["finish_reason"] = response.finish_reason
+    data["reply"] = response.text[:REPLY_HEAD]
+    node.close("ok")

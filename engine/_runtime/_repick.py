@@ -241,7 +241,8 @@ def first_pick(node: Node, response: Response, menu: Menu) -> Pick | Failure:
     re-pick from (``(model call node, response, failure)`` as its first attempt).
     """
     data = node.data
-    data["enforcement"] = sent_mode(response, None)
+    reported = response.enforcement  # as sent_mode(response, None) reads it
+    data["enforcement"] = reported if reported is not None else "text"
     data["replies"].append(response.text[:REPLY_HEAD])
     try:
         pick = checked_pick(response, menu)

@@ -78,7 +78,8 @@ async def resolve(
         if runtime_token is not None:
             current_runtime.reset(runtime_token)
         current_node.reset(node_token)
-    node.close("ok", result=result)
+    node.data["result"] = result
+    node.close("ok")
     return result
 
 
