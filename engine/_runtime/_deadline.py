@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 import anyio
 
-from engine._base import DeadlineExceeded
+from engine._base import DeadlineExceeded, cancel_scope
 
 __all__ = ["check_timeout", "deadline"]
 
@@ -31,7 +32,11 @@ class deadline:
 
     def __enter__(self) -> None:
         if self.timeout_s is not None:
-            self._scope = anyio.move_on_after(self.timeout_s)
+            # anyio.move_on_after(timeout_s), made without its two backend lookups: on
+            # asyncio the clock is the loop's (anyio's asyncio backend reads it so).
+            loop = asyncio._get_running_loop()
+            now = loop.time() if loop is not None else anyio.current_time()
+            self._scope = cancel_scope(deadline=now + self.timeout_s)
             self._scope.__enter__()
 
     def __exit__(self, *exc: object) -> Literal[False]:

@@ -234,13 +234,12 @@ class Runtime:
             human is None
             and mode is None
             and tools is None
-            and timeout_s is None
             and self.decision is None
             and hooks.passes_decision
         )
         try:
             try:
-                if usual and hooks.passes_model_call:
+                if usual and timeout_s is None and hooks.passes_model_call:
                     # The usual decision: its first attempt is made here, in this frame, as
                     # plain_pick and ModelCalls make it; only a failed one builds an asker.
                     mnode = first_call(node)
@@ -257,8 +256,11 @@ class Runtime:
                     if isinstance(pick, Failure):
                         ask = Asker(self, calls, node, menu, model, max_retries)
                         pick = await ask(request, (mnode, response, pick))
-                elif usual:  # the same through hooks of model calls
-                    pick = await plain_pick(self, calls, node, menu, model, max_retries, request)
+                elif usual:  # the same through ModelCalls, under the one deadline if any
+                    with deadline(timeout_s, "decision"):
+                        pick = await plain_pick(
+                            self, calls, node, menu, model, max_retries, request
+                        )
                 else:
                     pick = await self._pick(
                         _Asking(node, menu, request, calls, model, max_retries, on_retry),
