@@ -124,6 +124,10 @@ class GuardedModel:
         self.name: str = getattr(model, "name", type(model).__name__)
         self.limiter = limiter
         self.circuit = circuit
+        # A limiter's limits are fixed when it is made: with none, a call waits only while a
+        # rate limit pauses the model, and takes no ticket.
+        limits = limiter.limits
+        self._unlimited = not (limits.rpm or limits.tpm or limits.max_in_flight)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.model, name)
@@ -134,13 +138,17 @@ class GuardedModel:
     async def complete(self, request: Request) -> Response:
         """Answer one request once the circuit and the limits let it through."""
         circuit = self.circuit
+        limiter = self.limiter
         probe = circuit is not None and circuit.state != "closed" and await circuit.enter()
-        try:
-            ticket = await self.limiter.admit(request)
-        except BaseException:
-            if circuit is not None:
-                circuit.abandon(probe)
-            raise
+        if self._unlimited and limiter.paused_until == 0.0:
+            ticket = None  # what admit() answers at once, without its frame
+        else:
+            try:
+                ticket = await limiter.admit(request)
+            except BaseException:
+                if circuit is not None:
+                    circuit.abandon(probe)
+                raise
         try:
             response = await self.model.complete(request)
         except ProviderUnreachableError as exc:
@@ -154,10 +162,12 @@ class GuardedModel:
             self._failed(exc, probe)
             raise
         finally:
-            self.limiter.release(ticket)
+            if ticket is not None:
+                limiter.release(ticket)
         if circuit is not None:
             circuit.success(probe)
-        self.limiter.settle(ticket, response.usage)
+        if ticket is not None:
+            limiter.settle(ticket, response.usage)
         return response
 
     def _failed(self, exc: BaseException, probe: bool) -> None:
