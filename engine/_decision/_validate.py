@@ -60,7 +60,9 @@ def validate(raw: RawPick | None, menu: Menu, *, strict: bool = False) -> Pick:
             "unknown_call",
             f"{_show(raw.call)} is not an option; valid options: {', '.join(menu.names)}",
         )
-    args = _args_of(raw, option)
+    args = raw.args
+    if not raw.has_args or type(args) is not dict:  # the usual pick's args: a dict, as is
+        args = _args_of(raw, option)
     if strict and args:
         _check_names(option, args)
     if option.kind == "function":

@@ -218,7 +218,6 @@ class Runtime:
         if timeout_s is not None:
             check_timeout(timeout_s)
         hooks = current_hooks.get()
-        calls = ModelCalls(self.transport, hooks, on_retry)
         model = self.model if model is None else model_of(model)
         # How the pick is constrained is the answering model's (a resume's own): see
         # ._enforcement. The node says it; each attempt records what was sent.
@@ -244,9 +243,11 @@ class Runtime:
                     # plain_pick and ModelCalls make it; only a failed one builds an asker.
                     mnode = first_call(node)
                     note_settings(mnode, model, request)
+                    # Its ModelCalls are made only when a failure needs them.
                     try:
                         response = await model.complete(request)
                     except RetryableModelError as exc:
+                        calls = ModelCalls(self.transport, hooks, on_retry)
                         response = await calls.retried(mnode, model, request, exc)
                     except BaseException as exc:
                         mnode.fail(exc)
@@ -254,14 +255,17 @@ class Runtime:
                     answered(mnode, response)
                     pick = first_pick(node, response, menu)
                     if isinstance(pick, Failure):
+                        calls = ModelCalls(self.transport, hooks, on_retry)
                         ask = Asker(self, calls, node, menu, model, max_retries)
                         pick = await ask(request, (mnode, response, pick))
                 elif usual:  # the same through ModelCalls, under the one deadline if any
+                    calls = ModelCalls(self.transport, hooks, on_retry)
                     with deadline(timeout_s, "decision"):
                         pick = await plain_pick(
                             self, calls, node, menu, model, max_retries, request
                         )
                 else:
+                    calls = ModelCalls(self.transport, hooks, on_retry)
                     pick = await self._pick(
                         _Asking(node, menu, request, calls, model, max_retries, on_retry),
                         human,
