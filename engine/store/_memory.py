@@ -9,6 +9,7 @@ from typing import Any, cast
 from engine.store._checks import (
     check_fence,
     check_prune,
+    journal_records,
     next_version,
     prune_victims,
     record_json,
@@ -43,7 +44,7 @@ class MemoryStore:
         #: Each run as JSON text, and its ``(status, flow, version, owner)``.
         self._runs: dict[str, str] = {}
         self._index: dict[str, tuple[str, str, int, str | None]] = {}
-        #: Each record as ``(key, kind, fingerprint, actor, created_at, data as JSON)``.
+        #: Each record as ``(key, kind, fingerprint, actor, data as JSON, created_at)``.
         self._journals: dict[str, list[_Entry]] = {}
         self._traces: dict[str, str] = {}
         self._closed = False
@@ -148,17 +149,7 @@ class MemoryStore:
     async def load_journal(self, run_id: str) -> list[JournalRecord]:
         """Return the journal in append order."""
         self._check_open()
-        return [
-            JournalRecord(
-                key=key,
-                kind=kind,
-                fingerprint=fingerprint,
-                actor=actor,
-                data=json.loads(data),
-                created_at=created_at,
-            )
-            for key, kind, fingerprint, actor, created_at, data in self._journals.get(run_id, [])
-        ]
+        return journal_records(self._journals.get(run_id, []))
 
     async def save_trace(self, run_id: str, trace: dict[str, Any]) -> None:
         """Store the run's trace."""
@@ -220,8 +211,9 @@ class MemoryStore:
             raise RuntimeError(f"{self!r} is closed; open a new store (its runs went with it)")
 
 
-#: A journal record as kept: key, kind, fingerprint, actor, created_at, its data as JSON.
-_Entry = tuple[str, str, str, str | None, float, str]
+#: A journal record as kept, as a SQL store's row: key, kind, fingerprint, actor, data as
+#: JSON, created_at.
+_Entry = tuple[str, str, str, str | None, str, float]
 
 
 def _checked(run: Run) -> str:
@@ -232,6 +224,6 @@ def _checked(run: Run) -> str:
 def _entries(run_id: str, records: Sequence[JournalRecord]) -> list[_Entry]:
     """Return each record as kept, its data as JSON; all or none."""
     return [
-        (r.key, r.kind, r.fingerprint, r.actor, r.created_at, record_json(run_id, r))
+        (r.key, r.kind, r.fingerprint, r.actor, record_json(run_id, r), r.created_at)
         for r in records
     ]
