@@ -19,6 +19,7 @@ import anyio
 from engine._base import (
     Clock,
     DecisionError,
+    JournalError,
     NonDeterminismError,
     check_replayable,
     digest,
@@ -121,16 +122,18 @@ class JournalHooks(PeopleHooks, Hooks):
         if cost is not None:  # beside the usage, in the journal and the trace
             data["cost_usd"] = node.data["cost_usd"] = cost
         # Journal the raw reply before anyone parses it: a crash after this line never pays
-        # for the call again.
-        await self.journal.write(
-            JournalRecord(
-                key=node.key,
-                kind="model",
-                fingerprint=fingerprint,
-                actor=response.model,
-                data=_escaped(data),
-            )
+        # for the call again. The store checks the reply as it encodes it; one it cannot
+        # carry (nothing of that write was stored) is journaled escaped instead.
+        record = JournalRecord(
+            key=node.key, kind="model", fingerprint=fingerprint, actor=response.model, data=data
         )
+        try:
+            await self.journal.write(record)
+        except JournalError:
+            escaped = _escaped(data)
+            if escaped is data:
+                raise
+            await self.journal.write(record.model_copy(update={"data": escaped}))
         self.spending.add_call(response.usage.input_tokens, response.usage.output_tokens, cost)
         return response
 

@@ -12,7 +12,7 @@ import hashlib
 import re
 from typing import Any
 
-from engine._base import DecisionError, NonDeterminismError, cancel_scope, json_safe
+from engine._base import DecisionError, JournalError, NonDeterminismError, cancel_scope, json_safe
 from engine._retries import RetryLedger
 from engine.models import Request
 from engine.store import JournalKind, JournalRecord, Store
@@ -129,14 +129,20 @@ class Journal:
         """Append ``record`` after the records waiting to ride with a write, and see it land."""
         batch = self.take_pending()
         batch.append(record)
-        if self._at_once:  # done before it could wait: no cancel can cut it short
-            await self.store.append(self.run_id, batch, owner=self.owner)
-        else:
-            # The records must land even when the run is being cancelled: shield the write.
-            # The store bounds it (SQLite's busy timeout, a database statement timeout), so a
-            # stuck store raises instead of hanging the cancellation.
-            with cancel_scope(shield=True):
+        try:
+            if self._at_once:  # done before it could wait: no cancel can cut it short
                 await self.store.append(self.run_id, batch, owner=self.owner)
+            else:
+                # The records must land even when the run is being cancelled: shield the
+                # write. The store bounds it (SQLite's busy timeout, a database statement
+                # timeout), so a stuck store raises instead of hanging the cancellation.
+                with cancel_scope(shield=True):
+                    await self.store.append(self.run_id, batch, owner=self.owner)
+        except JournalError:
+            # A value the store cannot carry: nothing of the write was stored, so the records
+            # that rode with it wait for the next write again.
+            self._pending[:0] = batch[:-1]
+            raise
         self._records[(record.kind, record.key)] = record
 
 

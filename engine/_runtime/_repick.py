@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine._base import REPLY_HEAD, BadRequestError, DecisionError, Node
+from engine._base import REPLY_HEAD, BadRequestError, DecisionError, Node, RetryableModelError
 from engine._decision import Failure, Menu, Pick, find_pick, repick_text, validate
-from engine._retries import RetryEvent, note_retry
-from engine._runtime._calls import ModelCalls
+from engine._retries import OnRetry, RetryEvent, note_retry
+from engine._runtime._calls import ModelCalls, answered, note_settings
 from engine._runtime._enforcement import enforcement, sent_mode
+from engine._runtime._hooks import current_hooks
 from engine._runtime._requests import message, pick_schema
 from engine._runtime._tools import ToolLoop, Toolset
 from engine.models import Message, Model, Request, Response
@@ -28,11 +29,13 @@ __all__ = [
     "REPLY_KEPT_TAIL",
     "Asker",
     "Attempt",
+    "PlainAsk",
     "checked_pick",
     "cut_reply",
     "first_call",
     "first_pick",
     "plain_pick",
+    "usual_pick",
 ]
 
 #: Characters of a failed reply a re-pick sends back: its head and its tail (where a pick
@@ -219,6 +222,69 @@ async def plain_pick(
             request, (mnode, response, pick)
         )
     return pick
+
+
+async def usual_pick(
+    runtime: Any,
+    node: Node,
+    menu: Menu,
+    model: Model,
+    request: Request,
+    max_retries: int,
+    on_retry: OnRetry | None,
+) -> Pick:
+    """The pick of the usual decision (hooks that pass decisions and model calls through).
+
+    Its first attempt is made here, as :func:`plain_pick` and ``ModelCalls`` make it; its
+    ``ModelCalls`` and an asker are made only when a failed call or pick needs them.
+    """
+    mnode = first_call(node)
+    note_settings(mnode, model, request)
+    try:
+        response = await model.complete(request)
+    except RetryableModelError as exc:
+        calls = ModelCalls(runtime.transport, current_hooks.get(), on_retry)
+        response = await calls.retried(mnode, model, request, exc)
+    except BaseException as exc:
+        mnode.fail(exc)
+        raise
+    answered(mnode, response)
+    pick = first_pick(node, response, menu)
+    if isinstance(pick, Failure):
+        calls = ModelCalls(runtime.transport, current_hooks.get(), on_retry)
+        pick = await Asker(runtime, calls, node, menu, model, max_retries)(
+            request, (mnode, response, pick)
+        )
+    return pick
+
+
+class PlainAsk:
+    """A decision's live ask, for hooks that settle decisions (a durable run's): what
+    :func:`plain_pick` asks, as a callable whose ``max_retries`` the hooks may change."""
+
+    __slots__ = ("calls", "max_retries", "menu", "model", "node", "runtime")
+
+    def __init__(
+        self,
+        runtime: object,
+        calls: ModelCalls,
+        node: Node,
+        menu: Menu,
+        model: Model,
+        max_retries: int,
+    ) -> None:
+        self.runtime = runtime
+        self.calls = calls
+        self.node = node
+        self.menu = menu
+        self.model = model
+        self.max_retries = max_retries
+
+    async def __call__(self, request: Request) -> Pick:
+        """Ask for a pick: the first attempt here, re-picks by an asker."""
+        return await plain_pick(
+            self.runtime, self.calls, self.node, self.menu, self.model, self.max_retries, request
+        )
 
 
 def first_call(node: Node) -> Node:

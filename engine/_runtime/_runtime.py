@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from engine._base import Node, NodeKind, RetryableModelError, Trace, current_node
-from engine._decision import DECISION_FINISH_INSTRUCTION, Failure, Menu, Pick, build_menu
+from engine._base import Node, NodeKind, Trace, current_node
+from engine._decision import DECISION_FINISH_INSTRUCTION, Menu, Pick, build_menu
 from engine._retries import DecisionRetry, OnRetry
-from engine._runtime._calls import ModelCalls, answered, model_of, note_settings
+from engine._runtime._calls import ModelCalls, model_of
 from engine._runtime._checks import check_retries, check_settings, decision_name
 from engine._runtime._deadline import check_timeout, deadline
 from engine._runtime._enforcement import Enforce, check_runtime_enforce, enforcement
 from engine._runtime._hooks import current_hooks
 from engine._runtime._human import approval_of, approved, needs_approval, question
 from engine._runtime._questions import HumanAsk
-from engine._runtime._repick import Asker, first_call, first_pick, plain_pick
+from engine._runtime._repick import Asker, PlainAsk, plain_pick, usual_pick
 from engine._runtime._requests import Content, blocks_of, build_request
 from engine._runtime._resolve import resolve
 from engine._runtime._tools import ToolLoop, Toolset, build_toolset, check_iterations
@@ -229,36 +229,26 @@ class Runtime:
         # This is the hot path of every decision: tokens instead of context managers, and
         # hooks that only pass through are skipped.
         token = current_node.set(node)
-        usual = (
-            human is None
-            and mode is None
-            and tools is None
-            and self.decision is None
-            and hooks.passes_decision
-        )
+        plain = human is None and mode is None and tools is None and self.decision is None
         try:
             try:
-                if usual and timeout_s is None and hooks.passes_model_call:
-                    # The usual decision: its first attempt is made here, in this frame, as
-                    # plain_pick and ModelCalls make it; only a failed one builds an asker.
-                    mnode = first_call(node)
-                    note_settings(mnode, model, request)
-                    # Its ModelCalls are made only when a failure needs them.
-                    try:
-                        response = await model.complete(request)
-                    except RetryableModelError as exc:
+                if plain and timeout_s is None:
+                    if hooks.passes_decision and hooks.passes_model_call:
+                        pick = await usual_pick(
+                            self, node, menu, model, request, max_retries, on_retry
+                        )
+                    else:
+                        # Through ModelCalls; hooks that settle decisions (a durable run's
+                        # journal them) get an ask that makes its first attempt without an
+                        # asker too.
                         calls = ModelCalls(self.transport, hooks, on_retry)
-                        response = await calls.retried(mnode, model, request, exc)
-                    except BaseException as exc:
-                        mnode.fail(exc)
-                        raise
-                    answered(mnode, response)
-                    pick = first_pick(node, response, menu)
-                    if isinstance(pick, Failure):
-                        calls = ModelCalls(self.transport, hooks, on_retry)
-                        ask = Asker(self, calls, node, menu, model, max_retries)
-                        pick = await ask(request, (mnode, response, pick))
-                elif usual:  # the same through ModelCalls, under the one deadline if any
+                        ask = PlainAsk(self, calls, node, menu, model, max_retries)
+                        pick = await (
+                            ask(request)
+                            if hooks.passes_decision
+                            else hooks.decision(node, menu, request, ask)
+                        )
+                elif plain and hooks.passes_decision:  # the same under the one deadline
                     calls = ModelCalls(self.transport, hooks, on_retry)
                     with deadline(timeout_s, "decision"):
                         pick = await plain_pick(
