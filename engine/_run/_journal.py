@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from engine._base import DecisionError, JournalError, NonDeterminismError, cancel_scope, json_safe
 from engine._retries import RetryLedger
-from engine.models import Request
+from engine.models import Request, TextBlock
 from engine.store import JournalKind, JournalRecord, Store
 
 __all__ = [
@@ -176,13 +177,24 @@ def request_fingerprint(request: Request) -> str:
     ``max_tokens`` or another temperature replays the journal instead of failing as
     non-deterministic, and journals written before settings existed keep replaying.
     """
-    parts = [f"{m.role}\x1f{m.text}" for m in request.messages]
-    parts.append("\x1f".join(t.name for t in request.tools or ()))
-    parts.append("\x1f".join(c.name for c in request.choices or ()))
+    parts = [f"{m.role}\x1f{_text(m.content) or m.text}" for m in request.messages]
+    tools, choices = request.tools, request.choices
+    parts.append("\x1f".join([t.name for t in tools]) if tools else "")
+    parts.append("\x1f".join([c.name for c in choices]) if choices else "")
     # surrogatepass: a reply sent back for a re-pick may hold a lone surrogate, and its
     # fingerprint must not fail (text without one encodes as plain UTF-8, as before).
     text = "\x1e".join(parts).encode(errors="surrogatepass")
     return hashlib.blake2b(text, digest_size=8).hexdigest()
+
+
+def _text(content: Sequence[object]) -> str:
+    """The text of a message of one text block (most are), as ``Message.text`` reads it;
+    ``""`` for any other, whose text ``Message.text`` joins."""
+    if len(content) == 1:
+        block = content[0]
+        if type(block) is TextBlock:
+            return block.text
+    return ""
 
 
 def check_record(record: JournalRecord, fingerprint: str, key: str, what: str) -> None:
