@@ -154,7 +154,21 @@ def insert_run(row: RunRow, conn: sqlite3.Connection) -> Run | None:
 
 
 def update_run(row: RunRow, expected_version: int, conn: sqlite3.Connection) -> bool:
-    """Replace the run if it is still at ``expected_version``; return whether it was."""
+    """Replace the run if it is still at ``expected_version``; return whether it was.
+
+    A run's flow and creation time stay as they were, as a rule: the update that leaves them
+    out of its SET touches neither index kept on them (two pages fewer in the WAL). Only
+    when it matches no row (a lost compare-and-set, or those columns changed) does the full
+    update run, which then decides.
+    """
+    status, flow, version, owner, created, updated, finished, body, run_id = row
+    cursor = conn.execute(
+        "UPDATE runs SET status = ?, version = ?, owner = ?, updated_at = ?, finished_at = ?, "
+        "body = ? WHERE run_id = ? AND version = ? AND flow = ? AND created_at = ?",
+        (status, version, owner, updated, finished, body, run_id, expected_version, flow, created),
+    )
+    if cursor.rowcount == 1:
+        return True
     cursor = conn.execute(
         "UPDATE runs SET status = ?, flow = ?, version = ?, owner = ?, created_at = ?, "
         "updated_at = ?, finished_at = ?, body = ? WHERE run_id = ? AND version = ?",
@@ -196,10 +210,26 @@ def select_runs(
 def insert_journal(
     run_id: str, owner: str | None, rows: list[JournalRow], conn: sqlite3.Connection
 ) -> None:
-    """Append journal rows, after checking the run exists and ``owner`` still holds it."""
+    """Append journal rows, after checking the run exists and ``owner`` still holds it.
+
+    The check is the insert's own condition, so an append that passes it is one statement;
+    one that inserts nothing (the run is gone, or another owner holds it) reads why.
+    """
+    if rows:
+        fenced = [(*row, run_id, owner, owner) for row in rows]
+        if conn.executemany(_INSERT_FENCED, fenced).rowcount == len(rows):
+            return
+        # Every row or none: the run and its owner do not change within the transaction.
     found = _rows(conn, "SELECT owner FROM runs WHERE run_id = ?", [run_id])
     check_fence(run_id, owner, exists=bool(found), holder=found[0][0] if found else None)
     _insert_rows(rows, conn)
+
+
+_INSERT_FENCED = (
+    "INSERT INTO journal (run_id, key, kind, fingerprint, actor, data, created_at) "
+    "SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ? "
+    "AND (? IS NULL OR owner = ?))"
+)
 
 
 def _insert_rows(rows: list[JournalRow], conn: sqlite3.Connection) -> None:
