@@ -116,7 +116,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
         self._here = durability != "full"
         self._lent_ms = round(busy_timeout_s * 1000)
         self._writer_lent = self._lent_ms if self._here else None
-        self._checkpoints = commits.Checkpoints()
+        self._checkpoints = commits.Checkpoints(files.checkpointer(self.path, durability))
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         #: The write that takes the queue next, and what the others in it wait on.
@@ -363,7 +363,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
         self._writer = self._reader = None
         if connections != (None, None):
             await anyio.to_thread.run_sync(
-                commits.close_all, connections, limiter=self._read_limiter
+                commits.close_all, connections, self._checkpoints, limiter=self._read_limiter
             )
 
     async def _read(self, query: Callable[[sqlite3.Connection], T], *, small: bool = False) -> T:

@@ -15,6 +15,7 @@ small reads use on the loop's thread in every mode, is lent a busy timeout the s
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -132,25 +133,54 @@ class Checkpoints:
 
     Such a writer never checkpoints on its own (``wal_autocheckpoint = 0``): a checkpoint
     copies the WAL into the file and, at ``"normal"``, fsyncs both, milliseconds the loop
-    would stand still. Instead, every ``every`` batches, :meth:`run` checkpoints in a worker
-    thread while the store holds its commit lock, so that the checkpoint completes and the
-    next commit starts the WAL afresh; ``every`` follows the batches' size so that a
-    checkpoint copies about as many pages as SQLite's own would (its default, 1000).
+    would stand still. Instead, about every ``every`` batches the WAL is checkpointed twice.
+    First, given ``connect`` (a connection of its own), in a thread of its own while writes
+    go on: it copies and fsyncs the bulk of the WAL, and no write waits for it. Once it is
+    done, :meth:`run` checkpoints what came meanwhile in a worker thread while the store
+    holds its commit lock, a short one, so that it completes and the next commit starts the
+    WAL afresh. ``every`` follows the batches' size so that a WAL holds about as many pages
+    as SQLite's own checkpoints would let it (their default, 1000).
     """
 
     PAGES = 1000
 
-    def __init__(self) -> None:
+    def __init__(self, connect: Callable[[], sqlite3.Connection] | None = None) -> None:
         self.batches = 0
         self.every = 100
         #: Pages the last checkpoint left in the WAL: it could not copy them all (a reader
         #: in another connection still needed them), so the WAL did not start afresh.
         self.kept = 0
+        self._connect = connect
+        self._conn: sqlite3.Connection | None = None
+        self._bulk: threading.Thread | None = None
 
     def due(self) -> bool:
-        """Count one batch committed; return whether a checkpoint is due."""
+        """Count one batch committed; return whether :meth:`run` is due (start the bulk
+        checkpoint in its thread when that is due instead)."""
         self.batches += 1
-        return self.batches >= self.every
+        bulk = self._bulk
+        if bulk is not None:  # under way, or done: then what came meanwhile is due
+            if bulk.is_alive():
+                return False
+            self._bulk = None
+            return True
+        if self._connect is None:
+            return self.batches >= self.every
+        # Three quarters of the way: the WAL keeps growing while the bulk is copied.
+        if self.batches * 4 >= self.every * 3:
+            self._bulk = threading.Thread(target=self._copy_bulk, name="sqlite-checkpoint")
+            self._bulk.start()
+        return False
+
+    def _copy_bulk(self) -> None:
+        """Checkpoint on the checkpointer's own connection (in its own thread); never raises."""
+        try:
+            if self._conn is None and self._connect is not None:
+                self._conn = self._connect()
+            if self._conn is not None:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:  # a failing file fails the next write, which says why
+            return
 
     def run(self, conn: sqlite3.Connection) -> None:
         """Checkpoint what the WAL holds (in a worker thread); never raises."""
@@ -163,9 +193,22 @@ class Checkpoints:
         self.kept = 0 if copied >= pages else pages
         self.every = max(1, min(self.PAGES, batches * self.PAGES // max(written, 1)))
 
+    def close(self) -> None:
+        """Wait for a bulk checkpoint under way, and close its connection (in a thread)."""
+        bulk, self._bulk = self._bulk, None
+        if bulk is not None:
+            bulk.join()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
-def close_all(connections: tuple[sqlite3.Connection | None, ...]) -> None:
-    """Close the store's connections (those opened)."""
+
+def close_all(
+    connections: tuple[sqlite3.Connection | None, ...], checkpoints: Checkpoints | None = None
+) -> None:
+    """Close the store's connections (those opened), its checkpointer's first."""
+    if checkpoints is not None:
+        checkpoints.close()
     for conn in connections:
         if conn is not None:
             conn.close()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import shlex
 import sqlite3
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -16,7 +18,14 @@ from pydantic import ValidationError
 from engine._base import JournalError
 from engine.store import _sqlite_sql as sql
 
-__all__ = ["explain", "open_read_only", "open_read_write", "quick_check", "unreadable_row"]
+__all__ = [
+    "checkpointer",
+    "explain",
+    "open_read_only",
+    "open_read_write",
+    "quick_check",
+    "unreadable_row",
+]
 
 
 def open_read_write(
@@ -53,6 +62,12 @@ def open_read_write(
         writer.execute("PRAGMA busy_timeout = 0")
         writer.execute("PRAGMA wal_autocheckpoint = 0")
     return writer, reader
+
+
+def checkpointer(path: str, durability: str) -> Callable[[], sqlite3.Connection]:
+    """Return what opens a connection that only checkpoints the WAL (in a thread of its
+    own), waiting for no lock; at ``durability``, so that it fsyncs as the writer would."""
+    return partial(_connect, path, durability, 0.0)
 
 
 def _connect(path: str, durability: str, busy_timeout_s: float) -> sqlite3.Connection:
