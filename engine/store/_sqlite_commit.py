@@ -135,11 +135,12 @@ class Checkpoints:
     copies the WAL into the file and, at ``"normal"``, fsyncs both, milliseconds the loop
     would stand still. Instead, about every ``every`` batches the WAL is checkpointed twice.
     First, given ``connect`` (a connection of its own), in a thread of its own while writes
-    go on: it copies and fsyncs the bulk of the WAL, and no write waits for it. Once it is
-    done, :meth:`run` checkpoints what came meanwhile in a worker thread while the store
-    holds its commit lock, a short one, so that it completes and the next commit starts the
-    WAL afresh. ``every`` follows the batches' size so that a WAL holds about as many pages
-    as SQLite's own checkpoints would let it (their default, 1000).
+    go on: it copies and fsyncs the bulk of the WAL, and no write waits for it (unless it is
+    still under way after ``every`` batches). Once it is done, :meth:`run` checkpoints what
+    came meanwhile in a worker thread while the store holds its commit lock, a short one, so
+    that it completes and the next commit starts the WAL afresh. ``every`` follows the
+    batches' size so that a WAL holds about as many pages as SQLite's own checkpoints would
+    let it (their default, 1000).
     """
 
     PAGES = 1000
@@ -158,12 +159,8 @@ class Checkpoints:
         """Count one batch committed; return whether :meth:`run` is due (start the bulk
         checkpoint in its thread when that is due instead)."""
         self.batches += 1
-        bulk = self._bulk
-        if bulk is not None:  # under way, or done: then what came meanwhile is due
-            if bulk.is_alive():
-                return False
-            self._bulk = None
-            return True
+        if self._bulk is not None:  # done, or slow: what came meanwhile is due (run waits)
+            return not self._bulk.is_alive() or self.batches >= self.every
         if self._connect is None:
             return self.batches >= self.every
         # Three quarters of the way: the WAL keeps growing while the bulk is copied.
@@ -183,7 +180,11 @@ class Checkpoints:
             return
 
     def run(self, conn: sqlite3.Connection) -> None:
-        """Checkpoint what the WAL holds (in a worker thread); never raises."""
+        """Checkpoint what the WAL holds (in a worker thread), once a bulk checkpoint under
+        way is done; never raises."""
+        bulk, self._bulk = self._bulk, None
+        if bulk is not None:  # a slow bulk: the WAL grows no further than without it
+            bulk.join()
         batches, self.batches = self.batches, 0
         try:
             _, pages, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
