@@ -390,7 +390,30 @@ class Trace:
         ``nodes`` are this execution's; ``earlier``, when the run was resumed, holds the
         traces of the executions before it (``{"nodes": [...]}`` each, oldest first).
         """
-        exported: StoredTrace = {"nodes": [n.to_dict() for n in self.nodes]}
+        # Node.to_dict for each node, inlined: one loop, the anchors read once.
+        wall0, t0 = self._wall0, self._t0
+        nodes: list[StoredNode] = []
+        add = nodes.append
+        for n in self.nodes:
+            started = wall0 + (n._t0 - t0)
+            duration = n.duration_s
+            usage = n._usage
+            add(
+                {
+                    "id": n.id,
+                    "parent_id": n.parent_id,
+                    "kind": n.kind,
+                    "name": n.name,
+                    "key": n.key,
+                    "status": n.status,
+                    "started_at": started,
+                    "ended_at": None if duration is None else started + duration,
+                    "duration_s": duration,
+                    "usage": {} if usage is None else dict(usage),
+                    "data": _export(n.data) if n.data else {},
+                }
+            )
+        exported: StoredTrace = {"nodes": nodes}
         if self.earlier:
             exported["earlier"] = self.earlier
         return exported

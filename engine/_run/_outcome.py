@@ -30,6 +30,7 @@ from engine._base import (
     DecisionError,
     RunStopped,
     WaitingForAnswer,
+    can_move,
     json_safe,
     log,
     mask_secrets,
@@ -204,19 +205,43 @@ def ended(
 ) -> Run:
     """Return ``run`` as it ended: released with its outcome, this execution's ``counts``
     added to its own, its ``retries`` and ``active_s`` as they now stand."""
-    return release(
-        run,
-        status,
-        error=error,
-        finished_at=time.time(),
-        result=result,
-        usage=TokenUsage(
+    fields: dict[str, Any] = {
+        "result": result,
+        "usage": TokenUsage(
             input_tokens=run.usage.input_tokens + counts.input_tokens,
             output_tokens=run.usage.output_tokens + counts.output_tokens,
         ),
-        cost_usd=add_cost(run.cost_usd, counts.cost_usd),
-        transitions=run.transitions + counts.transitions,
-        model_calls=run.model_calls + counts.model_calls,
-        retries=retries,
-        active_s=active_s,
+        "cost_usd": add_cost(run.cost_usd, counts.cost_usd),
+        "transitions": run.transitions + counts.transitions,
+        "model_calls": run.model_calls + counts.model_calls,
+        "retries": retries,
+        "active_s": active_s,
+    }
+    finished_at = time.time()
+    if not can_move(run.status, status) or not _plain(run):
+        return release(run, status, error=error, finished_at=finished_at, **fields)
+    # What release() returns, copied in one step: the state machine allows the move.
+    fields.update(
+        status=status, error=error, owner=None, lease_expires_at=None, finished_at=finished_at
     )
+    return _copied(run, fields)
+
+
+_set = object.__setattr__
+
+
+def _plain(run: Run) -> bool:
+    """Whether ``run`` holds nothing beside its fields (no extra or private values)."""
+    return run.__pydantic_extra__ is None and getattr(run, "__pydantic_private__", None) is None
+
+
+def _copied(run: Run, update: dict[str, Any]) -> Run:
+    """Return what ``run.model_copy(update=update)`` returns for a plain run, made directly."""
+    new = object.__new__(type(run))
+    fields = run.__dict__.copy()
+    fields.update(update)
+    _set(new, "__dict__", fields)
+    _set(new, "__pydantic_fields_set__", run.__pydantic_fields_set__ | update.keys())
+    _set(new, "__pydantic_extra__", None)
+    _set(new, "__pydantic_private__", None)
+    return new

@@ -22,6 +22,7 @@ from engine.store._types import JournalRecord, Run
 __all__ = [
     "check_fence",
     "check_prune",
+    "copy_run",
     "journal_records",
     "next_version",
     "prune_victims",
@@ -130,7 +131,24 @@ def next_version(run: Run, expected_version: int) -> Run:
     A shallow copy: a store serialises it before anyone could change it, and the caller
     gets a new object either way.
     """
-    return run.model_copy(update={"version": expected_version + 1, "updated_at": time.time()})
+    return copy_run(run, {"version": expected_version + 1, "updated_at": time.time()})
+
+
+def copy_run(run: Run, update: dict[str, Any]) -> Run:
+    """Return ``run.model_copy(update=update)``: for a run of fields only, made in one step."""
+    if run.__pydantic_extra__ is not None or getattr(run, "__pydantic_private__", None) is not None:
+        return run.model_copy(update=update)
+    new = object.__new__(type(run))
+    fields = run.__dict__.copy()
+    fields.update(update)
+    _set(new, "__dict__", fields)
+    _set(new, "__pydantic_fields_set__", run.__pydantic_fields_set__ | update.keys())
+    _set(new, "__pydantic_extra__", None)
+    _set(new, "__pydantic_private__", None)
+    return new
+
+
+_set = object.__setattr__
 
 
 def check_fence(run_id: str, owner: str | None, *, exists: bool, holder: str | None) -> None:

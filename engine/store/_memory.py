@@ -9,6 +9,7 @@ from typing import Any, cast
 from engine.store._checks import (
     check_fence,
     check_prune,
+    copy_run,
     journal_records,
     next_version,
     prune_victims,
@@ -61,7 +62,7 @@ class MemoryStore:
             return Run.model_validate_json(existing), False
         self._keep(run, text)
         self._journals[run.run_id] = []
-        return run.model_copy(), True
+        return copy_run(run, {}), True
 
     async def get_run(self, run_id: str) -> Run | None:
         """Return a copy of the run, or ``None``."""
@@ -122,13 +123,17 @@ class MemoryStore:
         self._check_open()
         entries = _entries(run.run_id, records)
         body = None if trace is None else trace_json(run.run_id, trace)
-        stored = await self.update_run(run, expected_version=expected_version)
-        if stored is None:
+        # update_run's compare-and-set, inline: every check is done before anything is kept.
+        new = next_version(run, expected_version)
+        text = _checked(new)
+        current = self._index.get(run.run_id)
+        if current is None or current[2] != expected_version:
             return None
+        self._keep(new, text)
         self._journals[run.run_id].extend(entries)
         if body is not None:
             self._traces[run.run_id] = body
-        return stored
+        return new
 
     async def append(
         self, run_id: str, records: Sequence[JournalRecord], *, owner: str | None = None
