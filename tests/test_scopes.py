@@ -44,3 +44,25 @@ async def test_the_fast_lock_is_anyios_lock_and_excludes() -> None:
         tg.start_soon(hold, "a")
         tg.start_soon(hold, "b")
     assert order in (["a in", "a out", "b in", "b out"], ["b in", "b out", "a in", "a out"])
+
+
+async def test_nothing_else_ready_tells_a_lone_task_from_one_with_company() -> None:
+    import asyncio
+
+    from engine._base import nothing_else_ready
+
+    assert nothing_else_ready()  # this task alone on the loop
+    loop = asyncio.get_running_loop()
+    handle = loop.call_soon(lambda: None)
+    assert not nothing_else_ready()  # a callback is ready
+    handle.cancel()
+    await asyncio.sleep(0)
+    timer = loop.call_later(3600, lambda: None)
+    assert nothing_else_ready()  # a timer far off is not due
+    timer.cancel()
+
+
+def test_nothing_else_ready_outside_a_loop_says_no() -> None:
+    from engine._base import nothing_else_ready
+
+    assert not nothing_else_ready()

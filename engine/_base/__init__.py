@@ -49,7 +49,7 @@ from engine._base._json import (
     unencodable,
 )
 from engine._base._log import configure_logging, log
-from engine._base._scopes import cancel_scope, fast_lock
+from engine._base._scopes import cancel_scope, fast_lock, nothing_else_ready
 from engine._base._secrets import mask_secrets, remember_secret
 from engine._base._status import (
     CANCELLABLE,
@@ -144,6 +144,7 @@ __all__ = [
     "log",
     "mask_secrets",
     "move",
+    "nothing_else_ready",
     "release",
     "remember_secret",
     "to_json",

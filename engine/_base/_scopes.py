@@ -12,7 +12,7 @@ import math
 
 import anyio
 
-__all__ = ["cancel_scope", "fast_lock"]
+__all__ = ["cancel_scope", "fast_lock", "nothing_else_ready"]
 
 _ASYNCIO_SCOPE: type[anyio.CancelScope] | None = None
 _ASYNCIO_LOCK: type[anyio.Lock] | None = None
@@ -36,3 +36,17 @@ def fast_lock() -> anyio.Lock:
             _ASYNCIO_LOCK = type(anyio.Lock(fast_acquire=True))
         return _ASYNCIO_LOCK(fast_acquire=True)
     return anyio.Lock(fast_acquire=True)
+
+
+def nothing_else_ready() -> bool:
+    """Whether nothing else on the running asyncio loop is ready to run or due now, so that
+    yielding to it would only come straight back (``False`` wherever that cannot be told:
+    another event loop, or an asyncio loop that keeps its queues otherwise)."""
+    loop = asyncio._get_running_loop()
+    if loop is None:
+        return False
+    ready = getattr(loop, "_ready", None)
+    scheduled = getattr(loop, "_scheduled", None)
+    if ready is None or scheduled is None or ready:
+        return False
+    return not scheduled or bool(scheduled[0].when() > loop.time())

@@ -3,9 +3,9 @@
 Writes use group commit. Each write (create, compare-and-set, append, trace, delete) joins
 a queue and waits; whichever waiter next holds the commit lock takes the whole queue and
 commits it in one transaction, so many concurrent runs share one commit (one fsync in
-``"full"`` mode). Taking the lock yields to the loop once, so the writes queued within one
-loop iteration share a batch. Each write keeps its own outcome: it runs inside its own
-SAVEPOINT, so a lost compare-and-set or a fenced-off append fails alone.
+``"full"`` mode). A leader yields once before it takes the lock, so the writes ready in that
+loop iteration share its batch (with nothing else ready, it takes the lock at once). Each
+write runs in its own SAVEPOINT: a lost compare-and-set or fenced-off append fails alone.
 
 Where no commit fsyncs (``"normal"``, ``"off"``) a batch commits on the loop's own thread,
 cheaper than a hop to a worker thread, on a connection that never waits for a lock: when
@@ -29,7 +29,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from engine._base import JournalError
+from engine._base import JournalError, fast_lock, nothing_else_ready
 from engine.store import _sqlite_commit as commits
 from engine.store import _sqlite_files as files
 from engine.store import _sqlite_sql as sql
@@ -98,6 +98,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
         check: bool = False,
     ) -> None:
         super().__init__()
+        self._commit_lock = fast_lock()  # a leader gives way before it, where others are ready
         valid = get_args(Durability)
         if durability not in valid:
             raise ValueError(
@@ -122,8 +123,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
         #: The write that takes the queue next, and what the others in it wait on.
         self._leader: commits.Op | None = None
         self._woken: anyio.Event | None = None
-        # One reader connection, used by one thread at a time.
-        self._read_limiter = anyio.CapacityLimiter(1)
+        self._read_limiter = anyio.CapacityLimiter(1)  # the reader: one thread at a time
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -276,6 +276,8 @@ class SQLiteStore(BatchedStore[commits.Op]):
             while not op.done:
                 if self._leader is None:
                     self._leader = op
+                    if not nothing_else_ready():  # the writes ready now join this batch
+                        await anyio.lowlevel.cancel_shielded_checkpoint()
                     async with self._commit_lock:
                         if not op.done:  # a close may have committed it already
                             await self._flush()
@@ -332,12 +334,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
                 await anyio.to_thread.run_sync(self._checkpoints.run, self._writer)
 
     def _translate(self, error: BaseException) -> BaseException:
-        # One database failure may be shared by a whole batch: wrap it afresh per caller.
-        if isinstance(error, sqlite3.Error):
-            wrapped = JournalError(files.explain(self.path, error, self.busy_timeout_s))
-            wrapped.__cause__ = error
-            return wrapped
-        return error
+        return files.translate(self.path, error, self.busy_timeout_s)
 
     # -- connections and reads -----------------------------------------------------------------
 

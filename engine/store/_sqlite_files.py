@@ -195,3 +195,14 @@ def _one_line(exc: BaseException) -> str:
 
 def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def translate(path: str, error: BaseException, busy_timeout_s: float) -> BaseException:
+    """Return a database failure as the :class:`~engine.JournalError` a caller gets (any
+    other error as it is). One failure may be shared by a whole batch: it is wrapped afresh
+    per caller."""
+    if isinstance(error, sqlite3.Error):
+        wrapped = JournalError(explain(path, error, busy_timeout_s))
+        wrapped.__cause__ = error
+        return wrapped
+    return error
