@@ -256,9 +256,11 @@ class Executor:
         self, flow: Flow, holder: Holder, hooks: JournalHooks, trace: Trace
     ) -> Any:
         """Call the flow with its lease kept alive: by the lease clock, else a renewer."""
-        with self.leases.kept(holder) as kept:
-            if kept:
+        if self.leases.keep(holder):
+            try:
                 return await self.call_flow(flow, holder.run, hooks, trace)
+            finally:
+                self.leases.drop(holder)
         error: Exception | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.leases.renew_one, holder)

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 import anyio
@@ -113,28 +111,26 @@ class Leases:
         #: The renewals the clock started and that have not ended (kept from the collector).
         self._renewals: set[asyncio.Task[None]] = set()
 
-    @contextmanager
-    def kept(self, holder: Holder) -> Iterator[bool]:
-        """Keep ``holder``'s lease alive with the lease clock while the block runs.
+    def keep(self, holder: Holder) -> bool:
+        """Keep ``holder``'s lease alive with the lease clock until :meth:`drop`.
 
-        Yields whether the clock keeps it: ``False`` off asyncio, where the caller starts a
-        renewer of its own (:meth:`renew_one`).
+        Returns whether the clock keeps it: ``False`` off asyncio, where the caller starts a
+        renewer of its own (:meth:`renew_one`) and need not drop it.
         """
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # another event loop (anyio on trio): no clock here
-            yield False
-            return
+        loop = asyncio._get_running_loop()
+        if loop is None:  # another event loop (anyio on trio): no clock here
+            return False
         self._ticked[id(holder)] = holder
         if self._timer is None:
             self._timer = loop.call_later(self.lease_s / 3, self._tick, loop)
-        try:
-            yield True
-        finally:
-            self._ticked.pop(id(holder), None)
-            if not self._ticked and self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        return True
+
+    def drop(self, holder: Holder) -> None:
+        """Stop keeping ``holder``'s lease (the clock stops when it keeps no other)."""
+        self._ticked.pop(id(holder), None)
+        if not self._ticked and self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
         """Renew every run the clock keeps (one task, so one group commit), then re-arm."""
