@@ -374,3 +374,31 @@ async def test_a_human_pick_holding_a_surrogate_is_refused_and_the_run_left_as_i
     assert await store.get_run(run.run_id) == run
     done = await engine.resume(run.run_id, pick={"call": "refund", "args": {"reason": "ok"}})
     assert done.status == "completed"
+
+
+@agentic_function
+async def two_picks(ticket: str, runtime: Runtime | None = None) -> str:
+    """A value decision, then the hostile menu: the first pick rides with the second reply."""
+    kind = await decision.make(f"Classify {ticket}", ["billing", "tech"])
+    result: str = await decision.make(f"Handle {ticket} ({kind})", OPTIONS)
+    return result
+
+
+async def test_a_pick_riding_with_a_refused_reply_is_stored_with_it_escaped(store: Store) -> None:
+    # The store refuses the raw reply (nothing of that write is kept), so it is journaled
+    # again escaped: the first decision's pick, waiting to ride with it, must go in too.
+    reply = f"thinking {SURROGATE} {GOOD}"
+    run = await _stopped(store, ['{"call": "tech"}', reply], two_picks)
+    assert run.status == "completed"
+    journal = await store.load_journal(run.run_id)
+    kinds = [(r.kind, r.data.get("call") if r.kind == "pick" else None) for r in journal]
+    assert kinds[:3] == [("model", None), ("pick", "tech"), ("model", None)]
+    assert SURROGATE not in str(journal[2].data)
+    # A process that died after journaling both replies: the recovery replays them.
+    gone = {"run_id": "died", "status": "running", "owner": "dead", "lease_expires_at": 0.0}
+    await store.create_run(run.model_copy(update={**gone, "result": None, "version": 0}))
+    await store.append("died", journal[:3])
+    model = ScriptedModel([])  # asked for anything, it raises: the replies must replay
+    (recovered,) = await Engine(model, store=store).recover(flows=[two_picks])
+    assert recovered.result == run.result == "refunded late"
+    assert model.calls == 0
