@@ -66,6 +66,7 @@ from engine._base._status import (
     RunStatus,
     can_move,
     claim,
+    copy_model,
     move,
     release,
 )
@@ -132,6 +133,7 @@ __all__ = [
     "check_replayable",
     "claim",
     "configure_logging",
+    "copy_model",
     "current_node",
     "current_run_id",
     "current_runtime",

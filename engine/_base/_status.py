@@ -45,6 +45,7 @@ __all__ = [
     "RunStatus",
     "can_move",
     "claim",
+    "copy_model",
     "move",
     "release",
 ]
@@ -183,3 +184,24 @@ def release(
         finished_at=finished_at,
         **fields,
     )
+
+
+_set = object.__setattr__
+
+
+def copy_model(model: R, update: Mapping[str, Any]) -> R:
+    """Return ``model.model_copy(update=update)``; for a model of fields only (no extra or
+    private values, as a run is), made in one step."""
+    if (
+        getattr(model, "__pydantic_extra__", None) is not None
+        or getattr(model, "__pydantic_private__", None) is not None
+    ):
+        return model.model_copy(update=update)
+    new = object.__new__(type(model))
+    fields = model.__dict__.copy()
+    fields.update(update)
+    _set(new, "__dict__", fields)
+    _set(new, "__pydantic_fields_set__", model.__pydantic_fields_set__ | update.keys())  # type: ignore[attr-defined]
+    _set(new, "__pydantic_extra__", None)
+    _set(new, "__pydantic_private__", None)
+    return new

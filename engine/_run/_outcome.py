@@ -31,6 +31,7 @@ from engine._base import (
     RunStopped,
     WaitingForAnswer,
     can_move,
+    copy_model,
     json_safe,
     log,
     mask_secrets,
@@ -224,24 +225,9 @@ def ended(
     fields.update(
         status=status, error=error, owner=None, lease_expires_at=None, finished_at=finished_at
     )
-    return _copied(run, fields)
-
-
-_set = object.__setattr__
+    return copy_model(run, fields)
 
 
 def _plain(run: Run) -> bool:
     """Whether ``run`` holds nothing beside its fields (no extra or private values)."""
     return run.__pydantic_extra__ is None and getattr(run, "__pydantic_private__", None) is None
-
-
-def _copied(run: Run, update: dict[str, Any]) -> Run:
-    """Return what ``run.model_copy(update=update)`` returns for a plain run, made directly."""
-    new = object.__new__(type(run))
-    fields = run.__dict__.copy()
-    fields.update(update)
-    _set(new, "__dict__", fields)
-    _set(new, "__pydantic_fields_set__", run.__pydantic_fields_set__ | update.keys())
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_private__", None)
-    return new

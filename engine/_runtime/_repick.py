@@ -258,30 +258,14 @@ async def usual_pick(
     return pick
 
 
-class PlainAsk:
+class PlainAsk(Asker):
     """A decision's live ask, for hooks that settle decisions (a durable run's): what
     :func:`plain_pick` asks, as a callable whose ``max_retries`` the hooks may change."""
 
-    __slots__ = ("calls", "max_retries", "menu", "model", "node", "runtime")
+    __slots__ = ()
 
-    def __init__(
-        self,
-        runtime: object,
-        calls: ModelCalls,
-        node: Node,
-        menu: Menu,
-        model: Model,
-        max_retries: int,
-    ) -> None:
-        self.runtime = runtime
-        self.calls = calls
-        self.node = node
-        self.menu = menu
-        self.model = model
-        self.max_retries = max_retries
-
-    async def __call__(self, request: Request) -> Pick:
-        """Ask for a pick: the first attempt here, re-picks by an asker."""
+    async def __call__(self, request: Request, first: Attempt | None = None) -> Pick:
+        """Ask for a pick: the first attempt here, re-picks by an asker (``first`` unused)."""
         return await plain_pick(
             self.runtime, self.calls, self.node, self.menu, self.model, self.max_retries, request
         )

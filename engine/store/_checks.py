@@ -16,7 +16,13 @@ from typing import Any
 
 import pydantic_core
 
-from engine._base import JournalError, RunConflictError, RunNotFoundError, unencodable
+from engine._base import (
+    JournalError,
+    RunConflictError,
+    RunNotFoundError,
+    copy_model,
+    unencodable,
+)
 from engine.store._types import JournalRecord, Run
 
 __all__ = [
@@ -136,19 +142,7 @@ def next_version(run: Run, expected_version: int) -> Run:
 
 def copy_run(run: Run, update: dict[str, Any]) -> Run:
     """Return ``run.model_copy(update=update)``: for a run of fields only, made in one step."""
-    if run.__pydantic_extra__ is not None or getattr(run, "__pydantic_private__", None) is not None:
-        return run.model_copy(update=update)
-    new = object.__new__(type(run))
-    fields = run.__dict__.copy()
-    fields.update(update)
-    _set(new, "__dict__", fields)
-    _set(new, "__pydantic_fields_set__", run.__pydantic_fields_set__ | update.keys())
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_private__", None)
-    return new
-
-
-_set = object.__setattr__
+    return copy_model(run, update)
 
 
 def check_fence(run_id: str, owner: str | None, *, exists: bool, holder: str | None) -> None:
