@@ -118,6 +118,27 @@ class RunRecord(Protocol):
 R = TypeVar("R", bound=RunRecord)
 
 
+_set = object.__setattr__
+
+
+def copy_model(model: R, update: Mapping[str, Any]) -> R:
+    """Return ``model.model_copy(update=update)``; for a model of fields only (no extra or
+    private values, as a run is), made in one step."""
+    if (
+        getattr(model, "__pydantic_extra__", None) is not None
+        or getattr(model, "__pydantic_private__", None) is not None
+    ):
+        return model.model_copy(update=update)
+    new = object.__new__(type(model))
+    fields = model.__dict__.copy()
+    fields.update(update)
+    _set(new, "__dict__", fields)
+    _set(new, "__pydantic_fields_set__", model.__pydantic_fields_set__ | update.keys())  # type: ignore[attr-defined]
+    _set(new, "__pydantic_extra__", None)
+    _set(new, "__pydantic_private__", None)
+    return new
+
+
 def can_move(source: RunStatus, target: RunStatus) -> bool:
     """Whether a run in status ``source`` may move to ``target``."""
     return target in MOVES[source]
@@ -137,7 +158,7 @@ def move(run: R, target: RunStatus, **fields: Any) -> R:
             f"(it may become: {allowed})",
             run_id=run.run_id,
         )
-    return run.model_copy(update={**fields, "status": target})
+    return copy_model(run, {**fields, "status": target})
 
 
 def claim(run: R, *, owner: str, lease_expires_at: float, now: float) -> R:
@@ -184,24 +205,3 @@ def release(
         finished_at=finished_at,
         **fields,
     )
-
-
-_set = object.__setattr__
-
-
-def copy_model(model: R, update: Mapping[str, Any]) -> R:
-    """Return ``model.model_copy(update=update)``; for a model of fields only (no extra or
-    private values, as a run is), made in one step."""
-    if (
-        getattr(model, "__pydantic_extra__", None) is not None
-        or getattr(model, "__pydantic_private__", None) is not None
-    ):
-        return model.model_copy(update=update)
-    new = object.__new__(type(model))
-    fields = model.__dict__.copy()
-    fields.update(update)
-    _set(new, "__dict__", fields)
-    _set(new, "__pydantic_fields_set__", model.__pydantic_fields_set__ | update.keys())  # type: ignore[attr-defined]
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_private__", None)
-    return new

@@ -201,21 +201,27 @@ class Node:
         stored whatever its values held.
         """
         trace = self.trace
-        started = trace._wall0 + (self._t0 - trace._t0)
-        duration = self.duration_s
-        return {
-            "id": self.id,
-            "parent_id": self.parent_id,
-            "kind": self.kind,
-            "name": self.name,
-            "key": self.key,
-            "status": self.status,
-            "started_at": started,
-            "ended_at": None if duration is None else started + duration,
-            "duration_s": duration,
-            "usage": dict(self._usage or {}),
-            "data": _export(self.data),
-        }
+        return _exported(self, trace._wall0, trace._t0)
+
+
+def _exported(node: Node, wall0: float, t0: float) -> StoredNode:
+    """Return ``node`` as :meth:`Node.to_dict` does (``wall0``, ``t0``: its trace's anchors)."""
+    started = wall0 + (node._t0 - t0)
+    duration = node.duration_s
+    usage = node._usage
+    return {
+        "id": node.id,
+        "parent_id": node.parent_id,
+        "kind": node.kind,
+        "name": node.name,
+        "key": node.key,
+        "status": node.status,
+        "started_at": started,
+        "ended_at": None if duration is None else started + duration,
+        "duration_s": duration,
+        "usage": {} if usage is None else dict(usage),
+        "data": _export(node.data) if node.data else {},
+    }
 
 
 _new = object.__new__
@@ -390,29 +396,8 @@ class Trace:
         ``nodes`` are this execution's; ``earlier``, when the run was resumed, holds the
         traces of the executions before it (``{"nodes": [...]}`` each, oldest first).
         """
-        # Node.to_dict for each node, inlined: one loop, the anchors read once.
         wall0, t0 = self._wall0, self._t0
-        nodes: list[StoredNode] = []
-        add = nodes.append
-        for n in self.nodes:
-            started = wall0 + (n._t0 - t0)
-            duration = n.duration_s
-            usage = n._usage
-            add(
-                {
-                    "id": n.id,
-                    "parent_id": n.parent_id,
-                    "kind": n.kind,
-                    "name": n.name,
-                    "key": n.key,
-                    "status": n.status,
-                    "started_at": started,
-                    "ended_at": None if duration is None else started + duration,
-                    "duration_s": duration,
-                    "usage": {} if usage is None else dict(usage),
-                    "data": _export(n.data) if n.data else {},
-                }
-            )
+        nodes: list[StoredNode] = [_exported(n, wall0, t0) for n in self.nodes]
         exported: StoredTrace = {"nodes": nodes}
         if self.earlier:
             exported["earlier"] = self.earlier

@@ -30,8 +30,6 @@ from engine._base import (
     DecisionError,
     RunStopped,
     WaitingForAnswer,
-    can_move,
-    copy_model,
     json_safe,
     log,
     mask_secrets,
@@ -206,28 +204,19 @@ def ended(
 ) -> Run:
     """Return ``run`` as it ended: released with its outcome, this execution's ``counts``
     added to its own, its ``retries`` and ``active_s`` as they now stand."""
-    fields: dict[str, Any] = {
-        "result": result,
-        "usage": TokenUsage(
+    return release(
+        run,
+        status,
+        error=error,
+        finished_at=time.time(),
+        result=result,
+        usage=TokenUsage(
             input_tokens=run.usage.input_tokens + counts.input_tokens,
             output_tokens=run.usage.output_tokens + counts.output_tokens,
         ),
-        "cost_usd": add_cost(run.cost_usd, counts.cost_usd),
-        "transitions": run.transitions + counts.transitions,
-        "model_calls": run.model_calls + counts.model_calls,
-        "retries": retries,
-        "active_s": active_s,
-    }
-    finished_at = time.time()
-    if not can_move(run.status, status) or not _plain(run):
-        return release(run, status, error=error, finished_at=finished_at, **fields)
-    # What release() returns, copied in one step: the state machine allows the move.
-    fields.update(
-        status=status, error=error, owner=None, lease_expires_at=None, finished_at=finished_at
+        cost_usd=add_cost(run.cost_usd, counts.cost_usd),
+        transitions=run.transitions + counts.transitions,
+        model_calls=run.model_calls + counts.model_calls,
+        retries=retries,
+        active_s=active_s,
     )
-    return copy_model(run, fields)
-
-
-def _plain(run: Run) -> bool:
-    """Whether ``run`` holds nothing beside its fields (no extra or private values)."""
-    return run.__pydantic_extra__ is None and getattr(run, "__pydantic_private__", None) is None

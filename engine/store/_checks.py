@@ -28,7 +28,6 @@ from engine.store._types import JournalRecord, Run
 __all__ = [
     "check_fence",
     "check_prune",
-    "copy_run",
     "journal_records",
     "next_version",
     "prune_victims",
@@ -137,12 +136,7 @@ def next_version(run: Run, expected_version: int) -> Run:
     A shallow copy: a store serialises it before anyone could change it, and the caller
     gets a new object either way.
     """
-    return copy_run(run, {"version": expected_version + 1, "updated_at": time.time()})
-
-
-def copy_run(run: Run, update: dict[str, Any]) -> Run:
-    """Return ``run.model_copy(update=update)``: for a run of fields only, made in one step."""
-    return copy_model(run, update)
+    return copy_model(run, {"version": expected_version + 1, "updated_at": time.time()})
 
 
 def check_fence(run_id: str, owner: str | None, *, exists: bool, holder: str | None) -> None:

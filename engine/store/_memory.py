@@ -6,10 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
+from engine._base import copy_model
 from engine.store._checks import (
     check_fence,
     check_prune,
-    copy_run,
     journal_records,
     next_version,
     prune_victims,
@@ -62,7 +62,7 @@ class MemoryStore:
             return Run.model_validate_json(existing), False
         self._keep(run, text)
         self._journals[run.run_id] = []
-        return copy_run(run, {}), True
+        return copy_model(run, {}), True
 
     async def get_run(self, run_id: str) -> Run | None:
         """Return a copy of the run, or ``None``."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from engine import RunConflictError
+from engine._base import copy_model
 from engine._run._outcome import ended
 from engine._run._spending import Counts
 from engine.store import Run, RunErrorInfo, TokenUsage
-from engine.store._checks import copy_run, next_version
+from engine.store._checks import next_version
 
 
 def _run() -> Run:
@@ -33,15 +34,15 @@ def _same(a: Run, b: Run) -> None:
     assert list(a.__dict__) == list(b.__dict__)
 
 
-def test_copy_run_is_model_copy() -> None:
+def test_copy_model_is_model_copy() -> None:
     run = _run()
     update = {"version": 3, "updated_at": 5.0}
-    copied = copy_run(run, update)
+    copied = copy_model(run, update)
     _same(copied, run.model_copy(update=update))
     assert copied is not run
     assert copied.__dict__ is not run.__dict__
     assert run.version == 0  # the original is unchanged
-    _same(copy_run(run, {}), run.model_copy())
+    _same(copy_model(run, {}), run.model_copy())
 
 
 def test_next_version_is_one_higher() -> None:
