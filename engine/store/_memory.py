@@ -103,13 +103,7 @@ class MemoryStore:
     async def update_run(self, run: Run, *, expected_version: int) -> Run | None:
         """Compare-and-set on the run's version."""
         self._check_open()
-        new = next_version(run, expected_version)
-        text = _checked(new)
-        current = self._index.get(run.run_id)
-        if current is None or current[2] != expected_version:
-            return None
-        self._keep(new, text)
-        return new
+        return self._compare_and_set(run, expected_version)
 
     async def finish_run(
         self,
@@ -123,13 +117,10 @@ class MemoryStore:
         self._check_open()
         entries = _entries(run.run_id, records)
         body = None if trace is None else trace_json(run.run_id, trace)
-        # update_run's compare-and-set, inline: every check is done before anything is kept.
-        new = next_version(run, expected_version)
-        text = _checked(new)
-        current = self._index.get(run.run_id)
-        if current is None or current[2] != expected_version:
+        # Every record and the trace are encoded (checked) before anything is kept.
+        new = self._compare_and_set(run, expected_version)
+        if new is None:
             return None
-        self._keep(new, text)
         self._journals[run.run_id].extend(entries)
         if body is not None:
             self._traces[run.run_id] = body
@@ -198,6 +189,16 @@ class MemoryStore:
         """Drop everything kept; every later call raises. Idempotent."""
         self._closed = True
         self._runs, self._index, self._journals, self._traces = {}, {}, {}, {}
+
+    def _compare_and_set(self, run: Run, expected_version: int) -> Run | None:
+        """Keep ``run``'s next version if the stored one is ``expected_version``; return it."""
+        new = next_version(run, expected_version)
+        text = _checked(new)
+        current = self._index.get(run.run_id)
+        if current is None or current[2] != expected_version:
+            return None
+        self._keep(new, text)
+        return new
 
     def _keep(self, run: Run, text: str) -> None:
         self._runs[run.run_id] = text
