@@ -129,8 +129,19 @@ class Executor:
             The run as stored when it ended (or as found: an existing id is not run again),
             and whether it was created here.
         """
+        stored, created = await self._create(run_id, name, data)
+        if not created:
+            return stored, False
+        order = ResumeOrder()
+        return await self.execute(flow, stored, order, journal=False, timeout_s=timeout_s), True
+
+    async def _create(self, run_id: str, name: str, data: dict[str, Any]) -> tuple[Run, bool]:
+        """Insert the run, started at once, so created running: the insert is also the claim.
+
+        The run handed to the store is not kept: only the store's copy lives on while the
+        run executes.
+        """
         now = time.time()
-        # Started at once, so created running: the insert is also the claim.
         record = Run(
             run_id=run_id,
             flow=name,
@@ -143,14 +154,10 @@ class Executor:
         # Shielded: a run that exists must also be executed here, or be recorded as cut (a
         # store whose writes are done before they could wait needs no shield for that).
         if getattr(self.store, "writes_at_once", False) is True:
+            return await self.store.create_run(record)
+        with cancel_scope(shield=True):
             stored, created = await self.store.create_run(record)
-        else:
-            with cancel_scope(shield=True):
-                stored, created = await self.store.create_run(record)
-        if not created:
-            return stored, False
-        order = ResumeOrder()
-        return await self.execute(flow, stored, order, journal=False, timeout_s=timeout_s), True
+        return stored, created
 
     async def execute(
         self,

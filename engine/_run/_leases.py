@@ -44,10 +44,10 @@ class Holder:
 
     __slots__ = (
         "_done",
+        "_lock",
         "_stopping",
         "finished",
         "halt",
-        "lock",
         "run",
         "scope",
         "started",
@@ -57,9 +57,7 @@ class Holder:
     def __init__(self, run: Run, halt: Halt | None = None) -> None:
         self.run = run
         self.halt = halt
-        # Fast: taken once per renewal and once at the end, almost never contended, and a
-        # yield on every uncontended take would cost each run a trip through the event loop.
-        self.lock = fast_lock()
+        self._lock: anyio.Lock | None = None  # made when first taken (see lock)
         self.finished = False
         self._done: anyio.Event | None = None  # made only when someone waits
         self.started = time.monotonic()
@@ -67,6 +65,18 @@ class Holder:
         self._stopping: str | None = None
         #: Why the run's scope was cancelled, when the engine cancelled it.
         self.stop_reason: str | None = None
+
+    @property
+    def lock(self) -> anyio.Lock:
+        """The lock its renewals and its end take, made when first taken (most runs take it
+        once, at their end, and a lock holds its waiters' queue from the start).
+
+        Fast: almost never contended, and a yield on every uncontended take would cost each
+        run a trip through the event loop.
+        """
+        if self._lock is None:
+            self._lock = fast_lock()
+        return self._lock
 
     async def wait(self) -> None:
         """Wait until the run has been recorded as it ended."""

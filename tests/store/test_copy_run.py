@@ -82,3 +82,21 @@ def test_ended_refuses_a_move_the_state_machine_has_not() -> None:
     done = ended(_run(), "completed", 1, None, Counts(), {}, 0.1)
     with pytest.raises(RunConflictError, match="cannot become failed"):
         ended(done, "failed", None, RunErrorInfo(kind="k", message="m"), Counts(), {}, 0.1)
+
+
+@pytest.mark.parametrize("given", range(2, len(Run.model_fields) + 1))
+def test_copy_model_keeps_every_size_of_fields_set_as_model_copy_does(given: int) -> None:
+    # A run with any number of fields set explicitly (the set is sized by how it is built).
+    names = [n for n in Run.model_fields if n not in ("run_id", "flow")][: given - 2]
+    template = _run().model_dump()
+    run = Run(run_id="r1", flow="f", **{n: template[n] for n in names})
+    for update in ({}, {"version": 1}, {"version": 2, "updated_at": 3.0, "owner": "you"}):
+        copied = copy_model(run, update)
+        _same(copied, run.model_copy(update=update))
+        # Each version has a set of its own: setting a field on one leaves the other's alone.
+        assert copied.model_fields_set is not run.model_fields_set
+        before = set(run.model_fields_set)
+        copied.error = RunErrorInfo(kind="k", message="m")
+        assert "error" in copied.model_fields_set
+        assert run.model_fields_set == before
+        assert copied.model_dump(exclude_unset=True).keys() == copied.model_fields_set
