@@ -171,11 +171,7 @@ class Request(BaseModel):
         settings: ModelSettings | None = None,
     ) -> Request:
         """Build a request of parts that are already valid, without validating them again."""
-        given = {"messages", "tools", "response_format", "choices"}
-        if max_tokens is not None:
-            given.add("max_tokens")
-        if settings is not None:
-            given.add("settings")
+        given = _REQUEST_GIVEN[max_tokens is not None, settings is not None]
         request = _new(cls)  # what _trusted does, in this frame: requests are made per call
         _set_dict(
             request,
@@ -190,7 +186,7 @@ class Request(BaseModel):
                 "settings": settings,
             },
         )
-        _set_fields(request, given)
+        _set_fields(request, set(given))
         _set_extra(request, None)
         _set_private(request, None)
         return request
@@ -266,6 +262,19 @@ _set_extra = _SLOTS["__pydantic_extra__"].__set__
 _set_private = _SLOTS["__pydantic_private__"].__set__
 
 
+# The fields a trusted request or reply marks as given. Its set is copied from one of these:
+# CPython sizes a copy for what it holds (five names: a table of 16 slots, 0.25 KB less than
+# the same names added one by one take), and requests and replies are made on every call.
+_REQUEST_FIELDS = frozenset({"messages", "tools", "response_format", "choices"})
+_REQUEST_GIVEN = {
+    (False, False): _REQUEST_FIELDS,
+    (True, False): _REQUEST_FIELDS | {"max_tokens"},
+    (False, True): _REQUEST_FIELDS | {"settings"},
+    (True, True): _REQUEST_FIELDS | {"max_tokens", "settings"},
+}
+_RESPONSE_GIVEN = frozenset({"text", "finish_reason", "usage", "model", "latency_s"})
+
+
 def _trusted(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
     """Build ``cls`` from ``values`` (every field given) without validating them."""
     obj = _new(cls)
@@ -327,4 +336,4 @@ def trusted_response(
         "latency_s": latency_s,
         "enforcement": None,
     }
-    return _trusted(Response, values, {"text", "finish_reason", "usage", "model", "latency_s"})
+    return _trusted(Response, values, set(_RESPONSE_GIVEN))

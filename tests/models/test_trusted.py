@@ -7,7 +7,16 @@ release that lays it out differently.)
 
 from __future__ import annotations
 
-from engine.models import ChoiceSpec, Message, Request, Response, TextBlock, ToolCall, Usage
+from engine.models import (
+    ChoiceSpec,
+    Message,
+    ModelSettings,
+    Request,
+    Response,
+    TextBlock,
+    ToolCall,
+    Usage,
+)
 from engine.models._types import trusted_message, trusted_request, trusted_response
 
 
@@ -65,3 +74,43 @@ def test_trusted_replies_share_no_list() -> None:
     first, second = reply(), reply()
     first.tool_calls.append(ToolCall(id="c1", name="lookup"))
     assert second.tool_calls == []
+
+
+def test_trusted_requests_and_replies_mark_the_fields_a_validated_one_would() -> None:
+    messages = [Message(role="user", content=[TextBlock(text="Pick.")])]
+    settings = ModelSettings(temperature=0.0)
+    for given in (
+        {},
+        {"max_tokens": 5},
+        {"settings": settings},
+        {"max_tokens": 5, "settings": settings},
+    ):
+        trusted = trusted_request(messages, tools=None, response_format=None, choices=None, **given)
+        validated = Request(
+            messages=messages, tools=None, response_format=None, choices=None, **given
+        )
+        assert trusted.model_fields_set == validated.model_fields_set
+        assert trusted.model_dump(exclude_unset=True) == validated.model_dump(exclude_unset=True)
+        # Each has a set of its own: setting a field marks that request only.
+        other = trusted_request(messages, tools=None, response_format=None, choices=None, **given)
+        trusted.model = "m"
+        assert "model" in trusted.model_fields_set
+        assert "model" not in other.model_fields_set
+    reply = trusted_response(
+        "done", finish_reason="stop", input_tokens=3, output_tokens=1, model="m", latency_s=0.0
+    )
+    validated_reply = Response(
+        text="done",
+        finish_reason="stop",
+        usage=Usage(input_tokens=3, output_tokens=1),
+        model="m",
+        latency_s=0.0,
+    )
+    assert reply.model_fields_set == validated_reply.model_fields_set
+    reply.enforcement = None
+    assert (
+        "enforcement"
+        not in trusted_response(
+            "", finish_reason=None, input_tokens=0, output_tokens=0, model=None, latency_s=None
+        ).model_fields_set
+    )
