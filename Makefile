@@ -62,6 +62,7 @@ bench: $(STAMP) ## Run the benchmarks (medians, side by side; several minutes)
 	$(BIN)/python bench/decision_overhead.py
 	$(BIN)/python bench/decision_breakdown.py
 	$(BIN)/python bench/journal_overhead.py
+	$(BIN)/python bench/run_memory.py
 	$(BIN)/python bench/soak.py
 	$(BIN)/python bench/workers.py  # needs PostgreSQL: ENGINE_TEST_PG_DSN, else 127.0.0.1:5432
 
