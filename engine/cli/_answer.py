@@ -228,7 +228,9 @@ def _status_of(run: Run, url: str) -> int:
         return EXIT_OK
     if run.status == "waiting":
         show = command_line("show", run.run_id, store=url)
-        out.print(f"run {run.run_id} waits for another answer: `{show}` prints the question")
+        out.print(
+            f"run {run.run_id} waits for another answer: `{show}` prints the question", markup=False
+        )
     return EXIT_STOPPED
 
 
@@ -264,4 +266,4 @@ async def _queue(url: str, run_id: str, said: dict[str, Any], model: str | None)
             fail(str(exc), code=EXIT_NOTHING_STARTED)
         except (ValueError, TypeError) as exc:
             fail(f"{exc}; the run is unchanged")
-    out.print(f"queued the answer to run {run.run_id}; a worker will execute it")
+    out.print(f"queued the answer to run {run.run_id}; a worker will execute it", markup=False)

@@ -71,8 +71,9 @@ STATUS_STYLE = {
 }
 
 #: Results (tables, trees, Mermaid) go to stdout; progress, notes and errors to stderr.
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+#: Neither reads ``:name:`` as an emoji code: ids, flows and URLs are printed as written.
+out = Console(highlight=False, soft_wrap=False, emoji=False)
+err = Console(stderr=True, highlight=False, emoji=False)
 
 
 class CliError(Exception):

@@ -142,7 +142,9 @@ async def _one(
 ) -> int:
     run = await find_run(store, run_id, url)
     if run.status == "completed":
-        out.print(f"run {run.run_id} is already completed; there is nothing to resume")
+        out.print(
+            f"run {run.run_id} is already completed; there is nothing to resume", markup=False
+        )
         return EXIT_OK
     engine = engine_for(store, named, by_hand=pick is not None)
     try:

@@ -53,7 +53,8 @@ def runs(
             found = await opened.list_runs(status=status, flow=name)  # type: ignore[arg-type]
         if as_json:
             for run in found[-limit:]:
-                out.print(json.dumps(run.model_dump(mode="json"), default=str), soft_wrap=True)
+                # One line each, as encoded: never read as markup, never wrapped.
+                out.out(json.dumps(run.model_dump(mode="json"), default=str), highlight=False)
             return
         table = Table(show_edge=False)
         columns = ("run id", "flow", "status", "steps", "calls", "tokens", "cost", "age")

@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from engine._base import RunConflictError
+from engine._base import RunConflictError, mask_secrets
 from engine._run import DEFAULT_QUEUE, request_resume, submit
 from engine.cli._common import (
     DEFAULT_STORE,
@@ -141,10 +141,13 @@ async def _submit(
     queued = sum(1 for r in runs if r.created_at >= started)  # the others were stored before
     out.print(
         f"queued {queued} run(s) of {found.name} on queue {queue!r}"
-        f" ({len(runs) - queued} already stored, {len(skipped)} line(s) skipped)"
+        f" ({len(runs) - queued} already stored, {len(skipped)} line(s) skipped)",
+        markup=False,
     )
-    where = "" if url == store_option() else f" --store {url}"
-    out.print(f"next: engine worker{where}    # execute them; engine runs{where} to follow")
+    where = "" if url == store_option() else f" --store {mask_secrets(url)}"
+    out.print(
+        f"next: engine worker{where}    # execute them; engine runs{where} to follow", markup=False
+    )
     if not skipped:
         return EXIT_OK
     return EXIT_STOPPED if runs else EXIT_NOTHING_STARTED
@@ -171,7 +174,7 @@ async def queue_resume(
             fail(str(exc), code=EXIT_NOTHING_STARTED)
         except ValueError as exc:
             fail(str(exc))
-    out.print(f"queued a resume of run {run_id}; a worker will execute it")
+    out.print(f"queued a resume of run {run_id}; a worker will execute it", markup=False)
 
 
 def require_postgres(store: Store, url: str, command: str) -> PostgresStore:

@@ -69,3 +69,24 @@ def test_runs_prints_ids_flows_and_error_kinds_as_written(cli: Cli) -> None:
     assert result.exit_code == 0, result.output
     assert "T-[/x]" in result.stdout
     assert "odd[/x]" in result.stdout
+
+
+def test_runs_json_prints_each_run_as_one_line_of_its_json(cli: Cli) -> None:
+    # A reply of markup and an emoji code, kept in the run's error as the model wrote it.
+    reply = "[/] [bold]no :smile: " + "x" * 300
+    stored(cli, [reply, reply], "T-[/x] :smile:")
+    result = cli("runs", "--json")
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if line]
+    assert len(lines) == 1
+    run = json.loads(lines[0])
+    assert run["run_id"] == "T-[/x] :smile:"
+    assert run["status"] == "suspended"
+    assert "[/] [bold]no :smile: " in json.dumps(run["error"])
+
+
+def test_a_message_naming_a_run_prints_its_id_as_written(cli: Cli) -> None:
+    stored(cli, [json.dumps({"call": "a[b]"})], "T-[bold]:smile:")
+    result = cli("resume", "T-[bold]:smile:")
+    assert result.exit_code == 0, result.output
+    assert "run T-[bold]:smile: is already completed" in result.stdout
