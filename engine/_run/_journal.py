@@ -33,6 +33,10 @@ _BRANCH = re.compile(r"\d+:\d+")
 class Journal:
     """The records of one run, by kind and key, and the writes that add to them.
 
+    Only the records loaded (those of earlier executions) are kept by key: a key is met once
+    in an execution, so what this execution writes is never looked up again, and is not held
+    while the run goes on.
+
     Args:
         run_id: The run the records belong to.
         store: Where they are written.
@@ -101,7 +105,6 @@ class Journal:
     def ride(self, record: JournalRecord) -> None:
         """Keep ``record`` to ride with the next write (it can be re-derived if lost)."""
         self._pending.append(record)
-        self._records[(record.kind, record.key)] = record
 
     def take_pending(self) -> list[JournalRecord]:
         """Hand over the records still waiting for a write to ride with (the run's end)."""
@@ -144,7 +147,6 @@ class Journal:
             # that rode with it wait for the next write again.
             self._pending[:0] = batch[:-1]
             raise
-        self._records[(record.kind, record.key)] = record
 
 
 def _moved_past(failure: str, later: str) -> bool:
