@@ -79,6 +79,9 @@ class Executor:
         self.clock = clock
         self.on_waiting = on_waiting
         self.store = store
+        #: Whether the store's writes are done before they could wait (see ``MemoryStore``):
+        #: a write to it needs no shield, since no cancel can cut it short.
+        self.at_once = getattr(store, "writes_at_once", False) is True
         self.runtime = runtime
         self.owner = owner
         self.lease_s = lease_s
@@ -153,7 +156,7 @@ class Executor:
         )
         # Shielded: a run that exists must also be executed here, or be recorded as cut (a
         # store whose writes are done before they could wait needs no shield for that).
-        if getattr(self.store, "writes_at_once", False) is True:
+        if self.at_once:
             return await self.store.create_run(record)
         with cancel_scope(shield=True):
             stored, created = await self.store.create_run(record)
@@ -203,9 +206,13 @@ class Executor:
         self.holders.pop(run.run_id, None)
         try:
             # Shielded: the outcome is known, and a cancel arriving now must not leave the
-            # run stored as running (the store bounds the write).
-            with cancel_scope(shield=True):
-                stored = await self._finish(holder, hooks, trace, outcome)
+            # run stored as running (the store bounds the write). Where nothing in it can
+            # wait (its lock is free, its store writes at once), no cancel can reach it.
+            if self.at_once and not holder.taken:
+                stored = await self._record_end(holder, hooks, trace, outcome)
+            else:
+                with cancel_scope(shield=True):
+                    stored = await self._finish(holder, hooks, trace, outcome)
         finally:
             holder.finish()
             # Nodes and their trace refer to each other: dropping the nodes now frees a
@@ -368,30 +375,36 @@ class Executor:
     async def _finish(
         self, holder: Holder, hooks: JournalHooks, trace: Trace, outcome: Outcome
     ) -> Run:
-        async with holder.lock:
-            run = holder.run
-            status, result, error = verdict(outcome, run.flow)
-            final = _final(run, hooks, holder, status, result, error)
-            records = hooks.journal.take_pending()
-            exported: dict[str, Any] = dict(trace.to_dict())  # a store takes a plain JSON dict
-            try:
-                stored = await self._write_final(final, run.version, records, exported)
-            except JournalError as exc:
-                # A value JSON cannot carry got past the checks on the way (the store wrote
-                # nothing of the transaction): the run must not stay running, so it fails
-                # with the reason, without the records that cannot be stored (only ones a
-                # replay re-derives ride to the end) and with its trace made safe.
-                status, error = "failed", failure(exc, outcome.where)
-                final = _final(run, hooks, holder, status, None, error)
-                kept = [r for r in records if unencodable(r.data) is None]
-                stored = await self._write_final(final, run.version, kept, json_safe(exported))
-            if stored is None:
-                raise RunConflictError(
-                    f"run {run.run_id!r} was taken over by another worker before it finished "
-                    "here; its outcome is theirs to record",
-                    run_id=run.run_id,
-                )
-            holder.run = stored
+        async with holder.lock:  # not while a renewal writes the run
+            return await self._record_end(holder, hooks, trace, outcome)
+
+    async def _record_end(
+        self, holder: Holder, hooks: JournalHooks, trace: Trace, outcome: Outcome
+    ) -> Run:
+        """Store how the run ended (its outcome, last records and trace); return it."""
+        run = holder.run
+        status, result, error = verdict(outcome, run.flow)
+        final = _final(run, hooks, holder, status, result, error)
+        records = hooks.journal.take_pending()
+        exported: dict[str, Any] = dict(trace.to_dict())  # a store takes a plain JSON dict
+        try:
+            stored = await self._write_final(final, run.version, records, exported)
+        except JournalError as exc:
+            # A value JSON cannot carry got past the checks on the way (the store wrote
+            # nothing of the transaction): the run must not stay running, so it fails
+            # with the reason, without the records that cannot be stored (only ones a
+            # replay re-derives ride to the end) and with its trace made safe.
+            status, error = "failed", failure(exc, outcome.where)
+            final = _final(run, hooks, holder, status, None, error)
+            kept = [r for r in records if unencodable(r.data) is None]
+            stored = await self._write_final(final, run.version, kept, json_safe(exported))
+        if stored is None:
+            raise RunConflictError(
+                f"run {run.run_id!r} was taken over by another worker before it finished "
+                "here; its outcome is theirs to record",
+                run_id=run.run_id,
+            )
+        holder.run = stored
         log_end(run, status, error)
         return stored
 

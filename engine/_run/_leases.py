@@ -78,6 +78,11 @@ class Holder:
             self._lock = fast_lock()
         return self._lock
 
+    @property
+    def taken(self) -> bool:
+        """Whether its lock is held now (by a renewal under way), so taking it would wait."""
+        return self._lock is not None and self._lock.locked()
+
     async def wait(self) -> None:
         """Wait until the run has been recorded as it ended."""
         if not self.finished:

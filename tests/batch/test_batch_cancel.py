@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import anyio
 import pytest
 from batch_support import Slow, engine, one_step, three_steps
 from virtual_clock import virtual_time
 
-from engine import RunConflictError
+from engine import Engine, RunConflictError, agentic_function
 from engine.models import ScriptedModel
-from engine.store import MemoryStore, Run
+from engine.store import MemoryStore, Run, SQLiteStore, Store
 
 
 async def test_cancelling_a_batch_leaves_every_run_resumable_and_a_resume_completes_them() -> None:
@@ -140,3 +141,29 @@ async def test_a_pick_cannot_settle_a_run_that_did_not_stop_at_a_decision() -> N
 
     with pytest.raises(ValueError, match="cancelled"):
         await eng.resume("p1", pick={"call": "left"})
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_run_whose_flow_returned_as_its_caller_was_cancelled_is_stored_completed(
+    kind: str, tmp_path: Path
+) -> None:
+    # The cancel comes while the run is being recorded as ended: that write is not cut short,
+    # whether it cannot wait at all (MemoryStore) or waits under a shield (SQLite).
+    store: Store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "runs.db")
+    eng = Engine(model=ScriptedModel([]), store=store)
+
+    with anyio.CancelScope() as scope:
+
+        @agentic_function
+        async def cancels_its_caller(ticket: str) -> str:
+            scope.cancel()
+            return f"done {ticket}"
+
+        await eng.run(cancels_its_caller, "t", run_id="r1")
+        await anyio.sleep(1)  # the cancel is live: this never sleeps
+
+    assert scope.cancelled_caught
+    run = await store.get_run("r1")
+    assert run is not None
+    assert (run.status, run.result, run.owner) == ("completed", "done t", None)
+    await store.close()
