@@ -228,9 +228,7 @@ def _status_of(run: Run, url: str) -> int:
         return EXIT_OK
     if run.status == "waiting":
         show = command_line("show", run.run_id, store=url)
-        out.print(
-            f"run {run.run_id} waits for another answer: `{show}` prints the question", markup=False
-        )
+        out.print(f"run {run.run_id} waits for another answer: `{show}` prints the question")
     return EXIT_STOPPED
 
 
@@ -241,10 +239,10 @@ async def _expired(url: str, model: str | None) -> int:
         engine: Engine = engine_for(opened, named, by_hand=True)
         settled = await engine.resume_expired()
     if not settled:
-        out.print(f"no waiting run's deadline has passed in {mask_secrets(url)}", markup=False)
+        out.print(f"no waiting run's deadline has passed in {mask_secrets(url)}")
         return EXIT_OK
     for run in settled:
-        out.print(f"run {run.run_id}: {run.status}", markup=False)
+        out.print(f"run {run.run_id}: {run.status}")
     ended = sum(1 for r in settled if r.status == "completed")
     out.print(f"settled {len(settled)} run(s) whose deadline passed: {ended} completed")
     return EXIT_OK if ended == len(settled) else EXIT_STOPPED
@@ -266,4 +264,4 @@ async def _queue(url: str, run_id: str, said: dict[str, Any], model: str | None)
             fail(str(exc), code=EXIT_NOTHING_STARTED)
         except (ValueError, TypeError) as exc:
             fail(f"{exc}; the run is unchanged")
-    out.print(f"queued the answer to run {run.run_id}; a worker will execute it", markup=False)
+    out.print(f"queued the answer to run {run.run_id}; a worker will execute it")

@@ -71,9 +71,10 @@ STATUS_STYLE = {
 }
 
 #: Results (tables, trees, Mermaid) go to stdout; progress, notes and errors to stderr.
-#: Neither reads ``:name:`` as an emoji code: ids, flows and URLs are printed as written.
-out = Console(highlight=False, soft_wrap=False, emoji=False)
-err = Console(stderr=True, highlight=False, emoji=False)
+#: Neither reads a string as markup or ``:name:`` as an emoji code: ids, flows, URLs and what
+#: a model wrote are printed as written; styles come as ``Text`` (or a column's own markup).
+out = Console(highlight=False, soft_wrap=False, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, markup=False, emoji=False)
 
 
 class CliError(Exception):

@@ -60,7 +60,7 @@ def graph(
             _emit(text, output)
             return
         if output is None:
-            out.print(mermaid, markup=False, end="", soft_wrap=True)
+            out.print(mermaid, end="", soft_wrap=True)
             return
         _render_file(mermaid, output)
         out.print(_summary(routing))
@@ -80,7 +80,7 @@ async def _which_flow(store: Store, flow: str | None, url: str) -> str:
 
 def _emit(text: str, output: Path | None) -> None:
     if output is None:
-        out.print(text, markup=False, soft_wrap=True)
+        out.print(text, soft_wrap=True)
     else:
         output.write_text(text + "\n", encoding="utf-8")
         err.print(Text(f"wrote {output}"))

@@ -64,7 +64,7 @@ async def _recover(
             "or died less than a lease ago): left alone; run this again once their lease ran out"
         )
     if not found:
-        out.print(f"no runs to recover in {mask_secrets(url)}", markup=False)
+        out.print(f"no runs to recover in {mask_secrets(url)}")
         return EXIT_OK
     return await resume_runs(
         engine_for(store, named, lease_s=lease),

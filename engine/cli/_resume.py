@@ -142,9 +142,7 @@ async def _one(
 ) -> int:
     run = await find_run(store, run_id, url)
     if run.status == "completed":
-        out.print(
-            f"run {run.run_id} is already completed; there is nothing to resume", markup=False
-        )
+        out.print(f"run {run.run_id} is already completed; there is nothing to resume")
         return EXIT_OK
     engine = engine_for(store, named, by_hand=pick is not None)
     try:
@@ -183,7 +181,7 @@ async def _many(
     what = f"{' and '.join(statuses)} run(s)" + (f" of {flow}" if flow else "")
     if not found:
         nothing = f"no {' or '.join(statuses)} runs" + (f" of {flow}" if flow else "")
-        out.print(f"{nothing} in {mask_secrets(url)}", markup=False)
+        out.print(f"{nothing} in {mask_secrets(url)}")
         return EXIT_OK
     return await resume_runs(
         engine_for(store, named),

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from engine._base import mask_secrets
 from engine._run import Engine
@@ -225,7 +225,7 @@ def next_steps(
         lines.append((f"engine runs --status waiting{where}", "the runs that wait for a person"))
         lines.append((f"engine show {waiting}{where}", "its question, and how to answer it"))
     lines.append((f"engine graph {flow}{where}", "the routing graph of the stored runs"))
-    out.print("\n[bold]next:[/]")
+    out.print(Text.assemble("\n", ("next:", "bold")))
     for command, why in lines:
-        shown = escape(mask_secrets(command))
-        out.print(f"  {shown:<44} [dim]# {why}[/]", highlight=False, soft_wrap=True)
+        shown = mask_secrets(command)
+        out.print(Text.assemble(f"  {shown:<44} ", (f"# {why}", "dim")), soft_wrap=True)

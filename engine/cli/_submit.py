@@ -141,13 +141,10 @@ async def _submit(
     queued = sum(1 for r in runs if r.created_at >= started)  # the others were stored before
     out.print(
         f"queued {queued} run(s) of {found.name} on queue {queue!r}"
-        f" ({len(runs) - queued} already stored, {len(skipped)} line(s) skipped)",
-        markup=False,
+        f" ({len(runs) - queued} already stored, {len(skipped)} line(s) skipped)"
     )
     where = "" if url == store_option() else f" --store {mask_secrets(url)}"
-    out.print(
-        f"next: engine worker{where}    # execute them; engine runs{where} to follow", markup=False
-    )
+    out.print(f"next: engine worker{where}    # execute them; engine runs{where} to follow")
     if not skipped:
         return EXIT_OK
     return EXIT_STOPPED if runs else EXIT_NOTHING_STARTED
@@ -174,7 +171,7 @@ async def queue_resume(
             fail(str(exc), code=EXIT_NOTHING_STARTED)
         except ValueError as exc:
             fail(str(exc))
-    out.print(f"queued a resume of run {run_id}; a worker will execute it", markup=False)
+    out.print(f"queued a resume of run {run_id}; a worker will execute it")
 
 
 def require_postgres(store: Store, url: str, command: str) -> PostgresStore:
