@@ -157,14 +157,20 @@ def move(run: R, target: RunStatus, **fields: Any) -> R:
         RunConflictError: The state machine has no move from the run's status to ``target``
             (the run is ``completed``, say); the run is not changed.
     """
-    if not can_move(run.status, target):
+    return _moved(run, target, fields)
+
+
+def _moved(run: R, target: RunStatus, fields: dict[str, Any]) -> R:
+    """:func:`move` with ``fields`` in a dict of the caller's, which it takes over."""
+    if target not in MOVES[run.status]:
         allowed = ", ".join(s for s in STATUSES if s in MOVES[run.status]) or "nothing"
         raise RunConflictError(
             f"run {run.run_id!r} is {run.status}; a {run.status} run cannot become {target} "
             f"(it may become: {allowed})",
             run_id=run.run_id,
         )
-    return copy_model(run, {**fields, "status": target})
+    fields["status"] = target
+    return copy_model(run, fields)
 
 
 def claim(run: R, *, owner: str, lease_expires_at: float, now: float) -> R:
@@ -202,12 +208,8 @@ def release(
     Raises:
         RunConflictError: The state machine has no move from the run's status to ``target``.
     """
-    return move(
-        run,
-        target,
-        error=error,
-        owner=None,
-        lease_expires_at=None,
-        finished_at=finished_at,
-        **fields,
-    )
+    fields["error"] = error
+    fields["owner"] = None
+    fields["lease_expires_at"] = None
+    fields["finished_at"] = finished_at
+    return _moved(run, target, fields)

@@ -145,14 +145,8 @@ class Executor:
         run executes.
         """
         now = time.time()
-        record = Run(
-            run_id=run_id,
-            flow=name,
-            status="running",
-            input=data,
-            owner=self.owner,
-            lease_expires_at=now + self.lease_s,
-            started_at=now,
+        record = Run.started(
+            run_id, name, data, owner=self.owner, lease_expires_at=now + self.lease_s, now=now
         )
         # Shielded: a run that exists must also be executed here, or be recorded as cut (a
         # store whose writes are done before they could wait needs no shield for that).

@@ -115,7 +115,7 @@ class JournalHooks(PeopleHooks, Hooks):
         if live is not model:  # a resume's model sends settings of its own
             note_settings(node, live, request)
         response = await call(self.guard(live) if self.guard is not None else live, request)
-        data = response.model_dump(mode="json")
+        data = _dumped(response)
         if "settings" in node.data:  # what the call was sent, journaled beside its reply
             data["settings"] = node.data["settings"]
         cost = self.spending.price(live, response)
@@ -124,9 +124,7 @@ class JournalHooks(PeopleHooks, Hooks):
         # Journal the raw reply before anyone parses it: a crash after this line never pays
         # for the call again. The store checks the reply as it encodes it; one it cannot
         # carry (nothing of that write was stored) is journaled escaped instead.
-        record = JournalRecord(
-            key=node.key, kind="model", fingerprint=fingerprint, actor=response.model, data=data
-        )
+        record = JournalRecord.trusted(node.key, "model", fingerprint, response.model, data)
         try:
             await self.journal.write(record)
         except JournalError:
@@ -218,9 +216,7 @@ class JournalHooks(PeopleHooks, Hooks):
         args = to_json(pick.args, what=f"the arguments of the pick at {key!r}")
         # The attempts and who picked travel with the pick, so a replay shows them as they were.
         data = {"call": pick.option.name, "args": args, "options": menu.names, "attempts": attempts}
-        record = JournalRecord(
-            key=key, kind="pick", fingerprint=fingerprint, actor=actor, data=data
-        )
+        record = JournalRecord.trusted(key, "pick", fingerprint, actor, data)
         self.spending.counts.transitions += 1
         if actor == "human":
             await self.journal.write(record)
@@ -253,11 +249,19 @@ class JournalHooks(PeopleHooks, Hooks):
         what = f"the result of step {node.name!r} at {node.key!r}"
         data = to_json(result, what=what)
         check_replayable(data, result, returns, what=what)
-        await self.journal.write(
-            JournalRecord(key=node.key, kind="step", fingerprint=fingerprint, data=data)
-        )
+        await self.journal.write(JournalRecord.trusted(node.key, "step", fingerprint, None, data))
         self.spending.counts.transitions += 1
         return result
+
+
+#: What ``response.model_dump(mode="json")`` calls, called directly: it is done every call.
+_dump_response = Response.__pydantic_serializer__.to_python
+
+
+def _dumped(response: Response) -> dict[str, Any]:
+    """Return ``response.model_dump(mode="json")``: a reply as its model record keeps it."""
+    data: dict[str, Any] = _dump_response(response, mode="json")
+    return data
 
 
 #: The key under which a model record keeps a reply JSON cannot carry, as ASCII JSON text.

@@ -115,11 +115,12 @@ class Journal:
 
     def _retries(self) -> list[JournalRecord]:
         return [
-            JournalRecord(
-                key=event.key,
-                kind="retry",
-                actor=event.layer,
-                data={
+            JournalRecord.trusted(
+                event.key,
+                "retry",
+                "",
+                event.layer,
+                {
                     "layer": event.layer,
                     "attempt": event.attempt,
                     "kind": event.kind,

@@ -96,6 +96,58 @@ class Run(BaseModel):
     finished_at: float | None = None
     version: int = 0
 
+    @classmethod
+    def started(
+        cls,
+        run_id: str,
+        flow: str,
+        data: dict[str, Any],
+        *,
+        owner: str,
+        lease_expires_at: float,
+        now: float,
+    ) -> Run:
+        """Build a run the engine starts at once (values of the right types, made by the
+        engine), without validating them again: what ``Run(run_id=..., flow=...,
+        status="running", input=data, owner=owner, lease_expires_at=...,
+        started_at=now)`` builds."""
+        usage = _new(TokenUsage)  # TokenUsage(), as trusted
+        _set_dict(usage, {"input_tokens": 0, "output_tokens": 0})
+        _set_fields(usage, set())
+        _set_extra(usage, None)
+        _set_private(usage, None)
+        created = time.time()
+        run = _new(cls)
+        _set_dict(
+            run,
+            {
+                "run_id": run_id,
+                "flow": flow,
+                "status": "running",
+                "input": data,
+                "result": None,
+                "error": None,
+                "transitions": 0,
+                "model_calls": 0,
+                "usage": usage,
+                "cost_usd": None,
+                "resumes": 0,
+                "retries": {},
+                "active_s": 0.0,
+                "owner": owner,
+                "lease_expires_at": lease_expires_at,
+                "created_at": created,
+                "updated_at": created,
+                "started_at": now,
+                "finished_at": None,
+                "version": 0,
+            },
+        )
+        _set_fields(run, set(_STARTED))
+        _set_extra(run, None)
+        _set_private(run, None)
+        return run
+
 
 class JournalRecord(BaseModel):
     """One journal record: a model reply, a pick, a step result, a failed decision or a retry.
@@ -111,6 +163,44 @@ class JournalRecord(BaseModel):
     actor: str | None = None
     data: Any = None
     created_at: float = Field(default_factory=time.time)
+
+    @classmethod
+    def trusted(
+        cls, key: str, kind: JournalKind, fingerprint: str, actor: str | None, data: Any
+    ) -> JournalRecord:
+        """Build a record of values the engine made (of the right types), without validating
+        them again, created now: what ``JournalRecord(key=..., kind=..., ...)`` builds."""
+        record = _new(cls)
+        _set_dict(
+            record,
+            {
+                "key": key,
+                "kind": kind,
+                "fingerprint": fingerprint,
+                "actor": actor,
+                "data": data,
+                "created_at": time.time(),
+            },
+        )
+        _set_fields(record, set(_GIVEN))
+        _set_extra(record, None)
+        _set_private(record, None)
+        return record
+
+
+_new = object.__new__  # BaseModel defines no __new__ of its own
+# The setters of BaseModel's slots, called directly (what object.__setattr__ finds for them).
+_SLOTS = vars(BaseModel)
+_set_dict = _SLOTS["__dict__"].__set__
+_set_fields = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
+# The fields a trusted record marks as given: those ``JournalRecord(...)`` is passed.
+_GIVEN = frozenset({"key", "kind", "fingerprint", "actor", "data"})
+# The fields a run started by the engine marks as given.
+_STARTED = frozenset(
+    {"run_id", "flow", "status", "input", "owner", "lease_expires_at", "started_at"}
+)
 
 
 @runtime_checkable
