@@ -53,8 +53,12 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, created_at, run_id)",
     "CREATE INDEX IF NOT EXISTS runs_by_flow ON runs (flow, created_at, run_id)",
     "CREATE INDEX IF NOT EXISTS runs_by_age ON runs (created_at, run_id)",
+    # A row's id is one more than the largest in the table when it goes in, so a run's rows
+    # read back in append order by id. (Stores made before keep their AUTOINCREMENT, which
+    # also never hands out an id a deleted row had, and costs a write of its counter per
+    # insert: neither is needed for that order.)
     """CREATE TABLE IF NOT EXISTS journal (
-        id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, key TEXT NOT NULL,
+        id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, key TEXT NOT NULL,
         kind TEXT NOT NULL, fingerprint TEXT NOT NULL, actor TEXT, data TEXT NOT NULL,
         created_at REAL NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS journal_by_run ON journal (run_id, id)",

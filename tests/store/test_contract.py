@@ -229,6 +229,23 @@ async def test_append_keeps_append_order_across_many_appends(store: Store) -> No
     assert await keys(store, "r1") == expected
 
 
+async def test_append_keeps_append_order_after_the_newest_records_are_deleted(
+    store: Store,
+) -> None:
+    # The run that holds the newest records goes: later appends still come after what the
+    # older run held, never before it (nothing reuses its place in the order).
+    for run_id in ("old", "new"):
+        await store.create_run(new_run(run_id))
+    await store.append("old", [record("a"), record("b")])
+    await store.append("new", [record(f"n{i}") for i in range(5)])
+    await store.append("old", [record("c")])
+    await store.append("new", [record("n5")])
+    assert await store.delete_runs(["new"]) == 1
+    await store.append("old", [record("d")])
+    await store.append("old", [record("e"), record("f")])
+    assert await keys(store, "old") == ["a", "b", "c", "d", "e", "f"]
+
+
 async def test_append_round_trips_every_record_field(store: Store) -> None:
     await store.create_run(new_run("r1"))
     records = [

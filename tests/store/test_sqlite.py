@@ -159,6 +159,42 @@ async def test_sqlite_store_records_its_schema_version(store: SQLiteStore, db: P
     assert {"runs", "journal", "traces", "runs_by_status", "journal_by_run"} <= names
 
 
+async def test_a_journal_row_costs_no_counter_write(store: SQLiteStore, db: Path) -> None:
+    # Its id is one more than the largest (SQLite's rowid), not AUTOINCREMENT's, whose
+    # counter (the sqlite_sequence table) is written again at every insert.
+    await store.create_run(new_run("r1"))
+    await store.append("r1", [record("a"), record("b")])
+    with raw(db) as conn:
+        names = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+        ids = [i for (i,) in conn.execute("SELECT id FROM journal ORDER BY id")]
+    assert "sqlite_sequence" not in names
+    assert ids == [1, 2]
+
+
+async def test_a_store_made_with_an_autoincrement_journal_keeps_working(db: Path) -> None:
+    # What earlier versions made: the journal's ids from AUTOINCREMENT. Opened now, it is
+    # used as it is, in append order, with nothing to migrate.
+    with raw(db) as conn:
+        conn.execute(
+            "CREATE TABLE journal (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, "
+            "key TEXT NOT NULL, kind TEXT NOT NULL, fingerprint TEXT NOT NULL, actor TEXT, "
+            "data TEXT NOT NULL, created_at REAL NOT NULL)"
+        )
+    async with SQLiteStore(db) as store:
+        for run_id in ("r1", "r2"):
+            await store.create_run(new_run(run_id))
+        await store.append("r1", [record("a")])
+        await store.append("r2", [record("x")])
+        await store.append("r1", [record("b"), record("c")])
+        assert await store.delete_runs(["r2"]) == 1
+        await store.append("r1", [record("d")])
+        assert await keys(store, "r1") == ["a", "b", "c", "d"]
+    with raw(db) as conn:
+        assert conn.execute(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'journal'"
+        ).fetchall() == [(5,)]
+
+
 async def test_sqlite_store_refuses_a_file_with_a_newer_schema(db: Path) -> None:
     async with SQLiteStore(db):
         pass
