@@ -35,7 +35,7 @@ from engine._run._order import ProbeDone, ResumeOrder
 from engine._run._people import PeopleHooks, check_human_pick, wall_clock
 from engine._run._spending import Control, Spending
 from engine._runtime import Hooks, note_settings
-from engine.models import Model, Price, Request, Response
+from engine.models import Model, Price, Request, Response, Usage
 from engine.store import JournalRecord, Run, Store
 
 if TYPE_CHECKING:
@@ -254,14 +254,43 @@ class JournalHooks(PeopleHooks, Hooks):
         return result
 
 
-#: What ``response.model_dump(mode="json")`` calls, called directly: it is done every call.
-_dump_response = Response.__pydantic_serializer__.to_python
+# The fields of a reply and its usage that :func:`_dumped` writes out by hand: when either
+# model has others, every reply goes through its serializer.
+_BY_HAND = tuple(Response.model_fields) == (
+    "text",
+    "tool_calls",
+    "finish_reason",
+    "usage",
+    "model",
+    "latency_s",
+    "enforcement",
+) and tuple(Usage.model_fields) == ("input_tokens", "output_tokens")
 
 
 def _dumped(response: Response) -> dict[str, Any]:
-    """Return ``response.model_dump(mode="json")``: a reply as its model record keeps it."""
-    data: dict[str, Any] = _dump_response(response, mode="json")
-    return data
+    """Return ``response.model_dump(mode="json")``: a reply as its model record keeps it.
+
+    A reply of text (no tool calls, the usual one) is written out by hand: its fields are
+    already JSON values, so its dump is them, as they are.
+    """
+    values = response.__dict__
+    usage = values["usage"]
+    if (
+        _BY_HAND
+        and not values["tool_calls"]
+        and type(response) is Response
+        and type(usage) is Usage
+    ):
+        return {
+            "text": values["text"],
+            "tool_calls": [],
+            "finish_reason": values["finish_reason"],
+            "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+            "model": values["model"],
+            "latency_s": values["latency_s"],
+            "enforcement": values["enforcement"],
+        }
+    return response.model_dump(mode="json")  # a subclass's dump is its own serializer's
 
 
 #: The key under which a model record keeps a reply JSON cannot carry, as ASCII JSON text.

@@ -45,7 +45,7 @@ def run_json(run: Run) -> str:
     """
     # A run writes a float that is not finite as ``NaN`` (its model's config), which the
     # search of ``_encode`` finds: no value is stored changed to null.
-    text = _encode(lambda: _run_text(run).decode(), run.model_dump, "run", run.run_id)
+    text = _encode(lambda: _text_of(run), run.model_dump, "run", run.run_id)
     # A run is read back by pydantic's parser, which refuses a document nested deeper than
     # its writer writes: a run stored so could never be read. Counting brackets bounds the
     # depth cheaply; only a run with that many is walked.
@@ -56,8 +56,10 @@ def run_json(run: Run) -> str:
     return text
 
 
-#: What ``run.model_dump_json()`` calls (as bytes), called directly: every write of a run does.
-_run_text = Run.__pydantic_serializer__.to_json
+def _text_of(run: Run) -> str:
+    """Return ``run.model_dump_json()``: its serializer's JSON, without the method's layers
+    (every write of a run makes it)."""
+    return type(run).__pydantic_serializer__.to_json(run).decode()
 
 
 def record_json(run_id: str, record: JournalRecord) -> str:

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import hypothesis.strategies as st
+import pydantic_core
 from hypothesis import given
 
 from engine._run._hooks import _dumped
@@ -126,7 +127,7 @@ _calls = st.lists(
     finish_reason=st.none() | st.sampled_from(["stop", "length", "tool_calls"]),
     tokens=st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)),
     model=st.none() | st.text(max_size=8),
-    latency_s=st.none() | st.floats(0, 100),
+    latency_s=st.none() | st.floats(),
     enforcement=st.none() | st.sampled_from(["json_schema", "tool", "text"]),
 )
 def test_a_reply_is_journaled_as_its_json_dump(
@@ -147,4 +148,26 @@ def test_a_reply_is_journaled_as_its_json_dump(
         latency_s=latency_s,
         enforcement=enforcement,
     )
+    dumped, expected = _dumped(response), response.model_dump(mode="json")
+    # Compared as JSON text, where a NaN latency equals itself.
+    assert pydantic_core.to_json(dumped) == pydantic_core.to_json(expected)
+    assert list(dumped) == list(expected)
+    assert list(dumped["usage"]) == list(expected["usage"])
+
+
+def test_a_reply_of_a_subclass_is_journaled_as_its_json_dump() -> None:
+    class Tagged(Response):
+        tag: str = "x"
+
+    response = Tagged(text="hi", usage=Usage(input_tokens=1, output_tokens=2))
     assert _dumped(response) == response.model_dump(mode="json")
+    assert _dumped(response)["tag"] == "x"
+
+
+def test_a_run_of_a_subclass_is_written_as_its_json_dump() -> None:
+    class Tagged(Run):
+        tag: str = "x"
+
+    run = Tagged(run_id="r1", flow="flows:f")
+    assert run_json(run) == run.model_dump_json()
+    assert '"tag":"x"' in run_json(run)
