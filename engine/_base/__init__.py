@@ -71,6 +71,7 @@ from engine._base._status import (
     release,
 )
 from engine._base._trace import (
+    ExportedTrace,
     Node,
     NodeKind,
     StoredExecution,
@@ -102,6 +103,7 @@ __all__ = [
     "DeadlineExceeded",
     "DecisionError",
     "EngineError",
+    "ExportedTrace",
     "Flow",
     "JournalError",
     "MaxIterationsError",

@@ -18,7 +18,16 @@ from typing import Any, Literal, NotRequired, TypedDict
 from engine._base._errors import WaitingForAnswer
 from engine._base._json import _MAX_INT_BITS, json_safe
 
-__all__ = ["Node", "NodeKind", "StoredExecution", "StoredNode", "StoredTrace", "Trace", "failed_at"]
+__all__ = [
+    "ExportedTrace",
+    "Node",
+    "NodeKind",
+    "StoredExecution",
+    "StoredNode",
+    "StoredTrace",
+    "Trace",
+    "failed_at",
+]
 
 NodeKind = Literal[
     "run", "frame", "model_call", "decision", "repick", "tool_call", "step", "retry", "branch"
@@ -82,6 +91,19 @@ class StoredTrace(StoredExecution):
     """
 
     earlier: NotRequired[list[StoredExecution]]
+
+
+class ExportedTrace(dict[str, Any]):
+    """A trace exactly as :meth:`Trace.export` made it, for a store to encode.
+
+    It holds only what the export writes: node fields of numbers, text and ``None``, and
+    data made JSON-safe on the way out (:func:`~engine._base._json.json_safe` writes a float
+    that is not finite as its ``repr``), so no value in it is ``NaN`` or an infinity. A
+    store may therefore encode it with an encoder that does not refuse those itself (see
+    :func:`engine.store._checks.trace_json`); any other dict is checked the long way.
+    """
+
+    __slots__ = ()
 
 
 class Node:
@@ -402,6 +424,18 @@ class Trace:
         if self.earlier:
             exported["earlier"] = self.earlier
         return exported
+
+    def export(self) -> dict[str, Any]:
+        """Return :meth:`to_dict` for a store to keep.
+
+        A trace of one execution comes as an :class:`ExportedTrace`, which a store encodes
+        on its fast path. With earlier executions (read back from a store, so not made
+        here) it is a plain dict, checked in full.
+        """
+        exported = self.to_dict()
+        if self.earlier:
+            return dict(exported)
+        return ExportedTrace(exported)
 
     def follow(self, stored: Mapping[str, Any] | None) -> None:
         """Keep ``stored``, the exported trace of the run so far, as earlier executions.

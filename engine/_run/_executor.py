@@ -380,7 +380,7 @@ class Executor:
         status, result, error = verdict(outcome, run.flow)
         final = _final(run, hooks, holder, status, result, error)
         records = hooks.journal.take_pending()
-        exported: dict[str, Any] = dict(trace.to_dict())  # a store takes a plain JSON dict
+        exported = trace.export()  # a store takes a JSON dict
         try:
             stored = await self._write_final(final, run.version, records, exported)
         except JournalError as exc:

@@ -14,9 +14,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import orjson
 import pydantic_core
 
 from engine._base import (
+    ExportedTrace,
     JournalError,
     RunConflictError,
     RunNotFoundError,
@@ -79,9 +81,42 @@ def record_json(run_id: str, record: JournalRecord) -> str:
 
 def trace_json(run_id: str, trace: dict[str, Any]) -> str:
     """Return a run's trace as JSON text (a ``JournalError`` when it is not JSON)."""
+    if type(trace) is ExportedTrace:
+        text = _exported_json(trace)
+        if text is not None:
+            return text
     return _encode(
         lambda: pydantic_core.to_json(trace).decode(), lambda: trace, "the trace of run", run_id
     )
+
+
+#: What orjson leaves to :func:`_unsupported`: the types it would write otherwise than
+#: pydantic's encoder does (dates, dataclasses, subclasses of the JSON types).
+_ORJSON_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _unsupported(value: object) -> Any:
+    raise TypeError(type(value).__name__)
+
+
+def _exported_json(trace: ExportedTrace) -> str | None:
+    """Return the JSON text of a trace the engine exported, as pydantic's encoder writes it
+    (byte for byte: both write the shortest float that reads back, and text unescaped), in
+    about a third of its time; ``None`` when the trace holds anything but JSON's own types,
+    a key that is not text, an integer beyond 64 bits or a lone surrogate.
+
+    orjson writes ``NaN`` and the infinities as ``null`` where pydantic's encoder writes
+    them bare (and the stores refuse them): an exported trace holds none (see
+    :class:`~engine._base.ExportedTrace`).
+    """
+    try:
+        return orjson.dumps(dict(trace), default=_unsupported, option=_ORJSON_OPTIONS).decode()
+    except TypeError:  # orjson.JSONEncodeError is one: the trace goes the long way
+        return None
 
 
 # What pydantic writes but JSON readers refuse or misread: the bare constants it writes for
