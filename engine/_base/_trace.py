@@ -98,9 +98,11 @@ class ExportedTrace(dict[str, Any]):
 
     It holds only what the export writes: node fields of numbers, text and ``None``, and
     data made JSON-safe on the way out (:func:`~engine._base._json.json_safe` writes a float
-    that is not finite as its ``repr``), so no value in it is ``NaN`` or an infinity. A
+    that is not finite as its ``repr``), so no float in it is ``NaN`` or an infinity. A
     store may therefore encode it with an encoder that does not refuse those itself (see
-    :func:`engine.store._checks.trace_json`); any other dict is checked the long way.
+    :func:`engine.store._checks.trace_json`); any other dict is checked the long way. (An
+    enum member, which ``json_safe`` leaves alone, is written by its value: one whose value
+    is such a float would be written ``null``.)
     """
 
     __slots__ = ()

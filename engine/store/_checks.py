@@ -114,6 +114,7 @@ def _exported_json(trace: ExportedTrace) -> str | None:
     :class:`~engine._base.ExportedTrace`).
     """
     try:
+        # A plain dict at the top: the subclass itself would be passed through to _unsupported.
         return orjson.dumps(dict(trace), default=_unsupported, option=_ORJSON_OPTIONS).decode()
     except TypeError:  # orjson.JSONEncodeError is one: the trace goes the long way
         return None
