@@ -68,8 +68,13 @@ class Journal:
     ) -> None:
         self.run_id = run_id
         self.store = store
-        #: Whether the store's writes are done before they could wait (see ``MemoryStore``).
-        self._at_once = getattr(store, "writes_at_once", False) is True
+        #: Whether no cancel can lose a write to the store, so none needs a shield: its writes
+        #: are done before they could wait (``MemoryStore``), or land whoever waits for them
+        #: (``SQLiteStore``).
+        self._at_once = (
+            getattr(store, "writes_at_once", False) is True
+            or getattr(store, "writes_land", False) is True
+        )
         self.owner = owner
         self.ledger = ledger
         self._records: dict[tuple[str, str], JournalRecord] = {}
@@ -135,7 +140,7 @@ class Journal:
         batch = self.take_pending()
         batch.append(record)
         try:
-            if self._at_once:  # done before it could wait: no cancel can cut it short
+            if self._at_once:  # no cancel can cut it short: it needs no shield
                 await self.store.append(self.run_id, batch, owner=self.owner)
             else:
                 # The records must land even when the run is being cancelled: shield the

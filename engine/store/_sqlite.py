@@ -6,6 +6,8 @@ commits it in one transaction, so many concurrent runs share one commit (one fsy
 ``"full"`` mode). A leader yields once before it takes the lock, so the writes ready in that
 loop iteration share its batch (with nothing else ready, it takes the lock at once). Each
 write runs in its own SAVEPOINT: a lost compare-and-set or fenced-off append fails alone.
+A write is queued before anything waits and its batch commits it even when its caller is
+cancelled meanwhile (the leader commits shielded): a cancel stops the waiting, not the write.
 
 Where no commit fsyncs (``"normal"``, ``"off"``) a batch commits on the loop's own thread,
 cheaper than a hop to a worker thread, on a connection that never waits for a lock: when
@@ -29,7 +31,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from engine._base import JournalError, fast_lock, nothing_else_ready
+from engine._base import JournalError, cancel_scope, fast_lock, nothing_else_ready
 from engine.store import _sqlite_commit as commits
 from engine.store import _sqlite_files as files
 from engine.store import _sqlite_sql as sql
@@ -87,6 +89,12 @@ class SQLiteStore(BatchedStore[commits.Op]):
     Raises:
         ValueError: An unknown ``durability``, a negative ``busy_timeout_s``, or ``":memory:"``.
     """
+
+    #: Every write is queued before its coroutine first waits, and the batch it joins is
+    #: committed whoever waits for it: a caller cancelled while its write waits only stops
+    #: waiting, and the write lands (or fails) with its batch. So a journal record handed to
+    #: the store is never lost to a cancel, and its writer needs no shield around it.
+    writes_land = True
 
     def __init__(
         self,
@@ -260,8 +268,11 @@ class SQLiteStore(BatchedStore[commits.Op]):
         """Queue one write, see it committed (by this task or another), return its result.
 
         The first write to join an untaken queue leads it: once the commit lock is free it
-        takes the whole queue and commits it. The others wait on one event for the queue,
-        set when their batch has committed, or when their leader gave up before taking it.
+        takes the whole queue and commits it, shielded, so a queue with a leader is always
+        committed. The others wait on one event for the queue, set when their batch has
+        committed. A write is queued before anything waits, and a caller cancelled while it
+        waits only stops waiting: its write stays in the queue and lands with its batch
+        (see :attr:`writes_land`).
         """
         if self.read_only:
             raise JournalError(
@@ -272,31 +283,37 @@ class SQLiteStore(BatchedStore[commits.Op]):
             await self._ensure_open()
         op = commits.Op(apply)
         self._queue.append(op)
-        try:
-            while not op.done:
-                if self._leader is None:
-                    self._leader = op
-                    if not nothing_else_ready():  # the writes ready now join this batch
-                        await anyio.lowlevel.cancel_shielded_checkpoint()
-                    async with self._commit_lock:
-                        if not op.done:  # a close may have committed it already
-                            await self._flush()
-                            await self._checkpoint_if_due()
-                else:
-                    if self._woken is None:
-                        self._woken = anyio.Event()
-                    await self._woken.wait()
-        except BaseException:
-            # Cancelled before any batch took it: drop it so that nobody commits it later.
-            if not op.done and op in self._queue:
-                self._queue.remove(op)
-            if self._leader is op:  # gave up the lead before taking the queue: pass it on
-                self._leader = None
-                self._wake_queue()
-            raise
+        while not op.done:
+            if self._leader is None:
+                self._leader = op
+                await self._lead(op)
+            else:
+                if self._woken is None:
+                    self._woken = anyio.Event()
+                await self._woken.wait()
         if op.error is not None:
             raise self._translate(op.error)
         return cast(T, op.result)
+
+    async def _lead(self, op: commits.Op) -> None:
+        """Commit the queue ``op`` leads, shielded: a cancel of its caller waits for it."""
+        try:
+            with cancel_scope(shield=True):
+                if not nothing_else_ready():  # the writes ready now join this batch
+                    await anyio.lowlevel.checkpoint()
+                async with self._commit_lock:
+                    if not op.done:  # a close may have committed it already
+                        await self._flush()
+                        await self._checkpoint_if_due()
+        except BaseException:
+            # Not a cancel (the lead is shielded): an interrupt, or no worker thread to be
+            # had. The write fails with it, untouched; the queue goes to another leader.
+            if not op.done and op in self._queue:
+                self._queue.remove(op)
+            if self._leader is op:
+                self._leader = None
+            self._wake_queue()
+            raise
 
     def _wake_queue(self) -> None:
         """Wake the writes waiting in the queue (one of them leads it next)."""
@@ -319,8 +336,8 @@ class SQLiteStore(BatchedStore[commits.Op]):
                         commits.commit_waiting, self._writer, batch, self._writer_lent
                     )
                 except BaseException:
-                    # Cancelled before the thread started (the thread itself cannot be
-                    # cancelled): put the untouched ops back first in the queue, in order.
+                    # Failed before the thread started (the thread itself cannot be cut
+                    # short): put the untouched ops back first in the queue, in order.
                     self._queue[:0] = [op for op in batch if not op.done]
                     raise
         finally:

@@ -10,9 +10,9 @@ import pytest
 from batch_support import Slow, engine, one_step, three_steps
 from virtual_clock import virtual_time
 
-from engine import Engine, RunConflictError, agentic_function
+from engine import Engine, RunConflictError, agentic_function, decision
 from engine.models import ScriptedModel
-from engine.store import MemoryStore, Run, SQLiteStore, Store
+from engine.store import JournalRecord, MemoryStore, Run, SQLiteStore, Store
 
 
 async def test_cancelling_a_batch_leaves_every_run_resumable_and_a_resume_completes_them() -> None:
@@ -166,4 +166,72 @@ async def test_a_run_whose_flow_returned_as_its_caller_was_cancelled_is_stored_c
     run = await store.get_run("r1")
     assert run is not None
     assert (run.status, run.result, run.owner) == ("completed", "done t", None)
+    await store.close()
+
+
+async def test_a_run_cancelled_while_its_reply_waits_to_be_journaled_keeps_the_reply(
+    tmp_path: Path,
+) -> None:
+    # SQLite's writes land whoever waits for them, so the journal writes no shield: a run
+    # cancelled while its model reply waits in the store's queue (behind another run's
+    # batch) stops at once, and the reply it paid for is journaled all the same.
+    store = SQLiteStore(tmp_path / "runs.db")
+    await store.create_run(
+        Run(run_id="other", flow="m:f", status="running", owner="x", lease_expires_at=2e9)
+    )
+    locked, unlock, replied, go = anyio.Event(), anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def hold_the_commit_lock() -> None:
+        async with store._commit_lock:
+            locked.set()
+            await unlock.wait()
+
+    async def reply(request: object) -> str:
+        replied.set()
+        await go.wait()
+        return '{"call": "b"}'
+
+    eng = Engine(model=ScriptedModel(reply), store=store)
+
+    @agentic_function
+    async def picks(ticket: str) -> str:
+        return str(await decision.make(f"Pick for {ticket}.", ["a", "b"]))
+
+    scope = anyio.CancelScope()
+    ended: list[str] = []
+
+    async def run_it() -> None:
+        with scope:
+            await eng.run(picks, "t", run_id="r1")
+        ended.append("r1")
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_it)
+            await replied.wait()  # the run is created; the model is answering
+            tg.start_soon(hold_the_commit_lock)
+            await locked.wait()
+            # Another write leads the queue and waits for the lock; the reply joins behind it.
+            tg.start_soon(store.append, "other", [JournalRecord(key="k", kind="step", data=1)])
+            while len(store._queue) < 1:
+                await anyio.lowlevel.checkpoint()
+            go.set()
+            while len(store._queue) < 2:
+                await anyio.lowlevel.checkpoint()
+            scope.cancel()
+            while len(store._queue) < 3:  # the run's end, recorded behind its reply
+                await anyio.lowlevel.checkpoint()
+            assert ended == []
+            unlock.set()
+    assert ended == ["r1"]
+    run = await store.get_run("r1")
+    assert run is not None
+    assert (run.status, run.owner) == ("cancelled", None)
+    journal = await store.load_journal("r1")
+    assert [(r.kind, r.data["text"]) for r in journal if r.kind == "model"] == [
+        ("model", '{"call": "b"}')
+    ]
+    # A resume replays the journaled reply: the model is not asked again.
+    resumed = await Engine(model=ScriptedModel([]), store=store).resume("r1")
+    assert (resumed.status, resumed.result) == ("completed", "b")
     await store.close()

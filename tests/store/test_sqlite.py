@@ -328,16 +328,42 @@ async def test_sqlite_store_shares_commits_among_concurrent_appenders(
     assert sorted(await keys(store, "r1")) == sorted(f"k{n}" for n in range(100))
 
 
-async def test_sqlite_store_drops_a_write_cancelled_before_its_batch(store: SQLiteStore) -> None:
+async def test_a_write_whose_caller_is_cancelled_while_it_waits_still_lands(
+    store: SQLiteStore,
+) -> None:
+    assert store.writes_land is True
     await store.create_run(new_run("r1"))
+    scopes = {"leader": anyio.CancelScope(), "follower": anyio.CancelScope()}
+    returned: list[str] = []
+    ended: list[str] = []
+
+    async def append(key: str) -> None:
+        try:
+            with scopes[key]:
+                await store.append("r1", [record(key)])
+                returned.append(key)
+        finally:
+            ended.append(key)
+
     with anyio.fail_after(10):
+        # The leader waits for the commit lock, the follower for the leader.
         async with anyio.create_task_group() as tg, store._commit_lock:
-            tg.start_soon(store.append, "r1", [record("never")])
+            tg.start_soon(append, "leader")
             await queued(store, 1)
-            tg.cancel_scope.cancel()
+            tg.start_soon(append, "follower")
+            await queued(store, 2)
+            for scope in scopes.values():
+                scope.cancel()
+            while "follower" not in ended:  # it stopped waiting; its write did not go
+                await anyio.lowlevel.checkpoint()
+            assert len(store._queue) == 2
+    # The leader committed its queue, shielded, and returned; the follower's caller was
+    # cancelled, but its write landed with the batch, in order.
+    assert returned == ["leader"]
+    assert await keys(store, "r1") == ["leader", "follower"]
     assert store._queue == []
     await store.append("r1", [record("later")])
-    assert await keys(store, "r1") == ["later"]
+    assert await keys(store, "r1") == ["leader", "follower", "later"]
 
 
 @pytest.mark.parametrize(
@@ -347,23 +373,25 @@ async def test_sqlite_store_drops_a_write_cancelled_before_its_batch(store: SQLi
         pytest.param("normal", id="normal-locked-elsewhere-commits-in-a-thread"),
     ],
 )
-async def test_sqlite_store_hands_a_cancelled_leaders_batch_to_the_next(
+async def test_sqlite_store_commits_a_cancelled_leaders_batch_once_a_thread_is_free(
     db: Path, durability: Durability
 ) -> None:
     store = SQLiteStore(db, durability=durability)
     await store.create_run(new_run("r1"))
-    # With the one worker-thread token held, the leader waits, cancellable, before its
-    # batch reaches a thread ("normal" commits on the loop's thread, but gives way to a
-    # thread while another connection holds the write lock).
+    # With the one worker-thread token held, the leader waits before its batch reaches a
+    # thread ("normal" commits on the loop's thread, but gives way to a thread while another
+    # connection holds the write lock). Its lead is shielded: a cancel waits for it.
     limiter = anyio.to_thread.current_default_thread_limiter()
     saved, limiter.total_tokens = limiter.total_tokens, 1
     holder = object()
     await limiter.acquire_on_behalf_of(holder)
     scope = anyio.CancelScope()
+    returned: list[str] = []
 
     async def leader() -> None:
         with scope:
             await store.append("r1", [record("leader")])
+            returned.append("leader")
 
     try:
         with raw(db) as other, anyio.fail_after(10):
@@ -378,12 +406,16 @@ async def test_sqlite_store_hands_a_cancelled_leaders_batch_to_the_next(
                 while store._queue:  # the leader took both and waits for a thread
                     await anyio.lowlevel.checkpoint()
                 scope.cancel()
+                for _ in range(5):  # the cancel reaches nothing: the leader waits on
+                    await anyio.lowlevel.checkpoint()
+                assert returned == []
                 if other.in_transaction:
                     other.execute("ROLLBACK")
                 limiter.release_on_behalf_of(holder)
     finally:
         limiter.total_tokens = saved
-    assert await keys(store, "r1") == ["follower"]
+    assert returned == ["leader"]
+    assert await keys(store, "r1") == ["leader", "follower"]
     await store.close()
 
 
