@@ -93,7 +93,9 @@ class SQLiteStore(BatchedStore[commits.Op]):
     #: Every write is queued before its coroutine first waits, and the batch it joins is
     #: committed whoever waits for it: a caller cancelled while its write waits only stops
     #: waiting, and the write lands (or fails) with its batch. So a journal record handed to
-    #: the store is never lost to a cancel, and its writer needs no shield around it.
+    #: the store is never lost to a cancel, and its writer needs no shield around it. (A
+    #: native asyncio ``Task.cancel()``, which no anyio shield stops either, can still take a
+    #: leader's own write back out of a queue not yet taken.)
     writes_land = True
 
     def __init__(
@@ -296,7 +298,8 @@ class SQLiteStore(BatchedStore[commits.Op]):
         return cast(T, op.result)
 
     async def _lead(self, op: commits.Op) -> None:
-        """Commit the queue ``op`` leads, shielded: a cancel of its caller waits for it."""
+        """Commit the queue ``op`` leads, shielded: an anyio cancel of its caller waits for it
+        (bounded by the commit lock's holder, itself bounded by ``busy_timeout_s``)."""
         try:
             with cancel_scope(shield=True):
                 if not nothing_else_ready():  # the writes ready now join this batch
@@ -306,7 +309,8 @@ class SQLiteStore(BatchedStore[commits.Op]):
                         await self._flush()
                         await self._checkpoint_if_due()
         except BaseException:
-            # Not a cancel (the lead is shielded): an interrupt, or no worker thread to be
+            # Not an anyio cancel (the lead is shielded from those): an interrupt, a native
+            # asyncio Task.cancel() (which no anyio shield stops), or no worker thread to be
             # had. The write fails with it, untouched; the queue goes to another leader.
             if not op.done and op in self._queue:
                 self._queue.remove(op)
