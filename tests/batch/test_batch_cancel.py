@@ -6,12 +6,13 @@ import time
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import pytest
 from batch_support import Slow, engine, one_step, three_steps
 from virtual_clock import virtual_time
 
 from engine import Engine, RunConflictError, agentic_function, decision
-from engine.models import ScriptedModel
+from engine.models import Request, Response, ScriptedModel
 from engine.store import JournalRecord, MemoryStore, Run, SQLiteStore, Store
 
 
@@ -234,4 +235,61 @@ async def test_a_run_cancelled_while_its_reply_waits_to_be_journaled_keeps_the_r
     # A resume replays the journaled reply: the model is not asked again.
     resumed = await Engine(model=ScriptedModel([]), store=store).resume("r1")
     assert (resumed.status, resumed.result) == ("completed", "b")
+    await store.close()
+
+
+class _Yields(ScriptedModel):
+    """Picks "left" after yielding once to the loop, like a network call; at its call
+    ``at``, it has ``cancel`` run ``after`` loop turns later."""
+
+    def __init__(self, at: int = 0, after: int = 0, cancel: anyio.CancelScope | None = None):
+        super().__init__(lambda request: '{"call": "left"}')
+        self.asked, self.at, self.after, self.cancel = 0, at, after, cancel
+        self.group: anyio.abc.TaskGroup | None = None
+
+    async def complete(self, request: Request) -> Response:
+        self.asked += 1
+        if self.asked == self.at and self.group is not None:
+            self.group.start_soon(self._cancel_later)
+        await anyio.lowlevel.checkpoint()
+        return await super().complete(request)
+
+    async def _cancel_later(self) -> None:
+        for _ in range(self.after):
+            await anyio.lowlevel.checkpoint()
+        assert self.cancel is not None
+        self.cancel.cancel()
+
+
+@pytest.mark.parametrize("after", [0, 1, 2, 3, 5, 8])
+@pytest.mark.parametrize("at", [4, 9, 17])
+async def test_a_batch_on_sqlite_cancelled_at_any_point_leaves_no_run_running(
+    tmp_path: Path, at: int, after: int
+) -> None:
+    # The journal writes to SQLite with no shield: wherever the cancel lands (a write
+    # waiting behind a batch, a batch being committed, a run's end), every run is stored
+    # completed or cancelled, what it journaled replays, and a resume completes it.
+    store = SQLiteStore(tmp_path / "runs.db")
+    scope = anyio.CancelScope()
+    model = _Yields(at, after, scope)
+    eng = Engine(model=model, store=store)
+    tickets = [f"t{n}" for n in range(12)]
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            model.group = tg
+            with scope:
+                await eng.run_many(three_steps, tickets, concurrency=6, run_id=lambda t: t)
+        stored = {r.run_id: r for r in await store.list_runs()}
+        assert {r.status for r in stored.values()} <= {"completed", "cancelled"}
+        assert "cancelled" in {r.status for r in stored.values()}
+        assert all(r.owner is None for r in stored.values())
+        assert store._queue == []
+        replayed = Engine(model=_Yields(), store=store)
+        for run in stored.values():
+            journal = await store.load_journal(run.run_id)
+            if run.status == "cancelled":
+                resumed = await replayed.resume(run.run_id)
+                assert (resumed.status, resumed.result) == ("completed", ["left"] * 3)
+            else:
+                assert [r.kind for r in journal].count("model") == 3
     await store.close()
