@@ -46,9 +46,9 @@ class Journal:
     """
 
     __slots__ = (
-        "_at_once",
         "_caught",
         "_failures",
+        "_lands",
         "_pending",
         "_records",
         "ledger",
@@ -68,13 +68,9 @@ class Journal:
     ) -> None:
         self.run_id = run_id
         self.store = store
-        #: Whether no cancel can lose a write to the store, so none needs a shield: its writes
-        #: are done before they could wait (``MemoryStore``), or land whoever waits for them
-        #: (``SQLiteStore``).
-        self._at_once = (
-            getattr(store, "writes_at_once", False) is True
-            or getattr(store, "writes_land", False) is True
-        )
+        #: Whether the store's writes land whoever waits for them (``MemoryStore``,
+        #: ``SQLiteStore``): no cancel can lose one, so none needs a shield.
+        self._lands = getattr(store, "writes_land", False) is True
         self.owner = owner
         self.ledger = ledger
         self._records: dict[tuple[str, str], JournalRecord] = {}
@@ -140,7 +136,7 @@ class Journal:
         batch = self.take_pending()
         batch.append(record)
         try:
-            if self._at_once:  # no cancel can cut it short: it needs no shield
+            if self._lands:  # no cancel can lose it: it needs no shield
                 await self.store.append(self.run_id, batch, owner=self.owner)
             else:
                 # The records must land even when the run is being cancelled: shield the

@@ -40,6 +40,8 @@ class MemoryStore:
     #: Every write is done before its coroutine first waits (there is nothing to wait for),
     #: so a caller being cancelled cannot cut one short: writers need no shield around it.
     writes_at_once = True
+    #: So every write lands whoever waits for it (see ``SQLiteStore.writes_land``).
+    writes_land = True
 
     def __init__(self) -> None:
         #: Each run as JSON text, and its ``(status, flow, version, owner)``.

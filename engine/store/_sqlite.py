@@ -314,9 +314,9 @@ class SQLiteStore(BatchedStore[commits.Op]):
             # had. The write fails with it, untouched; the queue goes to another leader.
             if not op.done and op in self._queue:
                 self._queue.remove(op)
-            if self._leader is op:
+            if self._leader is op:  # it failed before taking the queue: pass the lead on
                 self._leader = None
-            self._wake_queue()
+                self._wake_queue()
             raise
 
     def _wake_queue(self) -> None:

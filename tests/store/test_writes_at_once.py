@@ -29,6 +29,7 @@ def at_once(call: Coroutine[Any, Any, Any]) -> Any:
 def test_every_write_of_the_memory_store_is_done_before_it_could_wait() -> None:
     store = MemoryStore()
     assert store.writes_at_once is True
+    assert store.writes_land is True  # what is done at once lands, so it needs no shield
     now = time.time()
     run = Run(run_id="r", flow="m:f", status="running", owner="me", lease_expires_at=now + 60)
     stored, created = at_once(store.create_run(run))
