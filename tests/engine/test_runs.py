@@ -498,8 +498,21 @@ async def test_cancelling_a_suspended_run_keeps_what_its_decision_offered(store:
 
 
 async def test_a_sibling_branchs_failure_is_asked_again_on_resume(store: Store) -> None:
+    asked = 0
+    both_asked_again = anyio.Event()
+
     async def nope(request: Request) -> str:
-        await anyio.sleep(0.01)
+        # Both branches' re-picks are answered in the same turn of the loop, so both fail
+        # before either failure stops the run (a branch cancelled while it waits would
+        # journal no failure of its own).
+        nonlocal asked
+        asked += 1
+        if asked <= 2:  # each branch's first ask
+            await anyio.sleep(0.01)
+        elif asked == 3:
+            await both_asked_again.wait()
+        else:
+            both_asked_again.set()
         return "no pick here"
 
     eng = Engine(model=ScriptedModel(nope), store=store)
