@@ -219,6 +219,8 @@ def from_json(data: Any, annotation: object, *, what: str) -> Any:
     """Validate journaled JSON back into ``annotation`` (returned as is when unannotated)."""
     if annotation is inspect.Signature.empty or annotation is None or annotation is Any:
         return data
+    if type(data) is annotation and annotation in _OWN_TYPES:
+        return data  # a str as a str, say: what validating it would return
     if isinstance(annotation, str | ForwardRef):
         raise JournalError(
             f"{what}: its annotation {annotation!r} names something that cannot be resolved "
@@ -240,6 +242,10 @@ def from_json(data: Any, annotation: object, *, what: str) -> Any:
             f"{what}: the journaled value no longer matches its annotation {annotation!r}: "
             f"{exc.errors()[0]['msg']}"
         ) from exc
+
+
+#: JSON's scalar types that validate a value of exactly their type into that very value.
+_OWN_TYPES: frozenset[object] = frozenset({str, int, bool})
 
 
 def check_replayable(data: Any, value: object, annotation: object, *, what: str) -> None:

@@ -141,14 +141,22 @@ class Leases:
         return True
 
     def drop(self, holder: Holder) -> None:
-        """Stop keeping ``holder``'s lease (the clock stops when it keeps no other)."""
+        """Stop keeping ``holder``'s lease.
+
+        The clock is left armed: it stops at its next tick if it keeps no run then, so runs
+        one after another share one timer instead of arming and cancelling one each.
+        """
         self._ticked.pop(id(holder), None)
-        if not self._ticked and self._timer is not None:
+
+    def stop(self) -> None:
+        """Disarm the clock (the engine is closing); a run kept later arms it again."""
+        if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Renew every run the clock keeps (one task, so one group commit), then re-arm."""
+        """Renew every run the clock keeps (one task, so one group commit), then re-arm; a
+        clock that keeps no run stops."""
         self._timer = None
         holders = list(self._ticked.values())
         if not holders:

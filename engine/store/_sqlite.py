@@ -31,7 +31,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from engine._base import JournalError, cancel_scope, fast_lock, nothing_else_ready
+from engine._base import JournalError, cancel_scope, copy_model, fast_lock, nothing_else_ready
 from engine.store import _sqlite_commit as commits
 from engine.store import _sqlite_files as files
 from engine.store import _sqlite_sql as sql
@@ -145,7 +145,7 @@ class SQLiteStore(BatchedStore[commits.Op]):
         """Insert ``run`` unless its id exists; return the stored run and whether it was new."""
         existing = await self._write(partial(sql.insert_run, sql.run_row(run)))
         if existing is None:
-            return run.model_copy(), True
+            return copy_model(run, {}), True
         return existing, False
 
     async def get_run(self, run_id: str) -> Run | None:
