@@ -123,6 +123,7 @@ class Leases:
         #: The runs the lease clock renews, and the clock's armed timer (``None``: idle).
         self._ticked: dict[int, Holder] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None  # the loop it is armed on
         #: The renewals the clock started and that have not ended (kept from the collector).
         self._renewals: set[asyncio.Task[None]] = set()
 
@@ -136,8 +137,10 @@ class Leases:
         if loop is None:  # another event loop (anyio on trio): no clock here
             return False
         self._ticked[id(holder)] = holder
-        if self._timer is None:
+        if self._timer is None or self._timer_loop is not loop:  # idle, or armed on a loop
+            # that ran before this one (an engine used under two anyio.run calls, say)
             self._timer = loop.call_later(self.lease_s / 3, self._tick, loop)
+            self._timer_loop = loop
         return True
 
     def drop(self, holder: Holder) -> None:
@@ -152,7 +155,7 @@ class Leases:
         """Disarm the clock (the engine is closing); a run kept later arms it again."""
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
+            self._timer = self._timer_loop = None
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
         """Renew every run the clock keeps (one task, so one group commit), then re-arm; a

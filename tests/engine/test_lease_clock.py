@@ -8,7 +8,7 @@ import anyio
 
 from engine import Engine, Runtime, agentic_function, decision
 from engine.models import ScriptedModel
-from engine.store import Store
+from engine.store import MemoryStore, Run, Store
 
 LEASE_S = 0.3
 GO = '{"call": "go"}'
@@ -106,3 +106,28 @@ async def test_runs_one_after_another_share_one_timer_and_closing_disarms_it(
     assert third.status == "completed"
     assert leases._timer is not None
     await engine.aclose()
+
+
+def test_an_engine_used_under_a_second_event_loop_keeps_its_runs_leases() -> None:
+    store = MemoryStore()
+    engine = Engine(model=ScriptedModel([GO, GO]), store=store, lease_s=LEASE_S)
+    # The first loop leaves the clock armed on itself, and ends.
+    first = anyio.run(lambda: engine.run(quick_flow, "a", run_id="a"))
+    assert first.status == "completed"
+    seen: list[float] = []
+
+    async def second_loop() -> Run:
+        async def watch() -> None:
+            await anyio.sleep(LEASE_S * 2)  # past the lease the run was created with
+            run = await store.get_run("lone")
+            assert run is not None
+            seen.append((run.lease_expires_at or 0) - time.time())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            return await engine.run(slow_flow, "box", run_id="lone")
+
+    run = anyio.run(second_loop)
+    assert run.status == "completed"
+    assert seen, "the watcher saw nothing"
+    assert seen[0] > 0, "the clock of the first loop was taken for this one's"
