@@ -32,7 +32,7 @@ class StoredRuns:
     async def aclose(self) -> None:
         """Close the store the engine opened itself (the default ``engine.db``) and the
         runtime's model connections; a store passed in stays open for its owner."""
-        self._executor.leases.stop()  # its clock, left armed after the last run, is idle
+        self._executor.leases.stop()  # its clock, left armed after the last run
         try:
             await self.runtime.aclose()
         finally:

@@ -152,8 +152,9 @@ class Leases:
         self._ticked.pop(id(holder), None)
 
     def stop(self) -> None:
-        """Disarm the clock (the engine is closing); a run kept later arms it again."""
-        if self._timer is not None:
+        """Disarm the clock if it keeps no run (the engine is closing; a run still in flight
+        keeps its lease renewed); a run kept later arms it again."""
+        if self._timer is not None and not self._ticked:
             self._timer.cancel()
             self._timer = self._timer_loop = None
 

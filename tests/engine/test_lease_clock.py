@@ -131,3 +131,26 @@ def test_an_engine_used_under_a_second_event_loop_keeps_its_runs_leases() -> Non
     assert run.status == "completed"
     assert seen, "the watcher saw nothing"
     assert seen[0] > 0, "the clock of the first loop was taken for this one's"
+
+
+async def test_closing_an_engine_while_a_run_is_in_flight_keeps_that_runs_lease(
+    store: Store,
+) -> None:
+    engine = Engine(model=ScriptedModel([GO]), store=store, lease_s=LEASE_S)
+    seen: list[float] = []
+
+    async def close_then_watch() -> None:
+        await anyio.sleep(LEASE_S / 6)  # the run is under way
+        await engine.aclose()
+        await anyio.sleep(LEASE_S * 2)  # past the lease the run was created with
+        run = await store.get_run("kept")
+        assert run is not None
+        seen.append((run.lease_expires_at or 0) - time.time())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(close_then_watch)
+        run = await engine.run(slow_flow, "box", run_id="kept")
+
+    assert run.status == "completed"
+    assert seen, "the watcher saw nothing"
+    assert seen[0] > 0, "closing the engine stopped the lease of a run still in flight"
