@@ -20,6 +20,14 @@ async def slow_go() -> str:
     return "went"
 
 
+async def lease_left(store: Store, run_id: str, after_s: float) -> float:
+    """Seconds left on the run's lease ``after_s`` from now (past a lease, it was renewed)."""
+    await anyio.sleep(after_s)
+    run = await store.get_run(run_id)
+    assert run is not None
+    return (run.lease_expires_at or 0) - time.time()
+
+
 @agentic_function
 async def slow_flow(item: str, runtime: Runtime | None = None) -> str:
     """One decision whose step outlasts several leases."""
@@ -33,10 +41,7 @@ async def test_a_lone_run_keeps_its_lease_while_it_outlasts_it(store: Store) -> 
     taken: list[str] = []
 
     async def watch() -> None:
-        await anyio.sleep(LEASE_S * 2)  # past the lease it was created with
-        run = await store.get_run("lone")
-        assert run is not None
-        seen.append((run.lease_expires_at or 0) - time.time())
+        seen.append(await lease_left(store, "lone", LEASE_S * 2))
         taken.extend(r.run_id for r in await rival.recover(flows=[slow_flow]))
 
     async with anyio.create_task_group() as tg:
@@ -118,10 +123,7 @@ def test_an_engine_used_under_a_second_event_loop_keeps_its_runs_leases() -> Non
 
     async def second_loop() -> Run:
         async def watch() -> None:
-            await anyio.sleep(LEASE_S * 2)  # past the lease the run was created with
-            run = await store.get_run("lone")
-            assert run is not None
-            seen.append((run.lease_expires_at or 0) - time.time())
+            seen.append(await lease_left(store, "lone", LEASE_S * 2))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch)
@@ -142,10 +144,7 @@ async def test_closing_an_engine_while_a_run_is_in_flight_keeps_that_runs_lease(
     async def close_then_watch() -> None:
         await anyio.sleep(LEASE_S / 6)  # the run is under way
         await engine.aclose()
-        await anyio.sleep(LEASE_S * 2)  # past the lease the run was created with
-        run = await store.get_run("kept")
-        assert run is not None
-        seen.append((run.lease_expires_at or 0) - time.time())
+        seen.append(await lease_left(store, "kept", LEASE_S * 2))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(close_then_watch)
