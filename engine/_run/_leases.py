@@ -123,7 +123,6 @@ class Leases:
         #: The runs the lease clock renews, and the clock's armed timer (``None``: idle).
         self._ticked: dict[int, Holder] = {}
         self._timer: asyncio.TimerHandle | None = None
-        self._timer_loop: asyncio.AbstractEventLoop | None = None  # the loop it is armed on
         #: The renewals the clock started and that have not ended (kept from the collector).
         self._renewals: set[asyncio.Task[None]] = set()
 
@@ -137,30 +136,19 @@ class Leases:
         if loop is None:  # another event loop (anyio on trio): no clock here
             return False
         self._ticked[id(holder)] = holder
-        if self._timer is None or self._timer_loop is not loop:  # idle, or armed on a loop
-            # that ran before this one (an engine used under two anyio.run calls, say)
+        if self._timer is None:
             self._timer = loop.call_later(self.lease_s / 3, self._tick, loop)
-            self._timer_loop = loop
         return True
 
     def drop(self, holder: Holder) -> None:
-        """Stop keeping ``holder``'s lease.
-
-        The clock is left armed: it stops at its next tick if it keeps no run then, so runs
-        one after another share one timer instead of arming and cancelling one each.
-        """
+        """Stop keeping ``holder``'s lease (the clock stops when it keeps no other)."""
         self._ticked.pop(id(holder), None)
-
-    def stop(self) -> None:
-        """Disarm the clock if it keeps no run (the engine is closing; a run still in flight
-        keeps its lease renewed); a run kept later arms it again."""
-        if self._timer is not None and not self._ticked:
+        if not self._ticked and self._timer is not None:
             self._timer.cancel()
-            self._timer = self._timer_loop = None
+            self._timer = None
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Renew every run the clock keeps (one task, so one group commit), then re-arm; a
-        clock that keeps no run stops."""
+        """Renew every run the clock keeps (one task, so one group commit), then re-arm."""
         self._timer = None
         holders = list(self._ticked.values())
         if not holders:
