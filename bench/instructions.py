@@ -58,6 +58,7 @@ def count(tree: Path, anchors: Path, tickets: int) -> int:
             str(tickets),
         ],
         env=env,
+        cwd=tree,  # ``-c`` puts the working folder first on the path: the tree's engine
         capture_output=True,
         text=True,
         check=True,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Self
 
 from engine._base import STATUSES, Flow
+from engine._run._executor import Executor
 from engine._run._journal import ledger_of
 from engine._run._submit import submit as submit_runs
 from engine._runtime import Runtime
@@ -24,12 +25,14 @@ class StoredRuns:
 
     runtime: Runtime
     store: Store
+    _executor: Executor
     #: Whether the engine opened its store itself (the default ``engine.db``).
     _owns_store: bool
 
     async def aclose(self) -> None:
         """Close the store the engine opened itself (the default ``engine.db``) and the
         runtime's model connections; a store passed in stays open for its owner."""
+        self._executor.leases.stop()  # its clock, left armed after the last run
         try:
             await self.runtime.aclose()
         finally:

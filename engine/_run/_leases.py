@@ -123,6 +123,7 @@ class Leases:
         #: The runs the lease clock renews, and the clock's armed timer (``None``: idle).
         self._ticked: dict[int, Holder] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None  # the loop it is armed on
         #: The renewals the clock started and that have not ended (kept from the collector).
         self._renewals: set[asyncio.Task[None]] = set()
 
@@ -136,19 +137,30 @@ class Leases:
         if loop is None:  # another event loop (anyio on trio): no clock here
             return False
         self._ticked[id(holder)] = holder
-        if self._timer is None:
+        if self._timer is None or self._timer_loop is not loop:  # idle, or armed on a loop
+            # that ran before this one (an engine used under two anyio.run calls, say)
             self._timer = loop.call_later(self.lease_s / 3, self._tick, loop)
+            self._timer_loop = loop
         return True
 
     def drop(self, holder: Holder) -> None:
-        """Stop keeping ``holder``'s lease (the clock stops when it keeps no other)."""
+        """Stop keeping ``holder``'s lease.
+
+        The clock is left armed: it stops at its next tick if it keeps no run then, so runs
+        one after another share one timer instead of arming and cancelling one each.
+        """
         self._ticked.pop(id(holder), None)
-        if not self._ticked and self._timer is not None:
+
+    def stop(self) -> None:
+        """Disarm the clock if it keeps no run (the engine is closing; a run still in flight
+        keeps its lease renewed); a run kept later arms it again."""
+        if self._timer is not None and not self._ticked:
             self._timer.cancel()
-            self._timer = None
+            self._timer = self._timer_loop = None
 
     def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Renew every run the clock keeps (one task, so one group commit), then re-arm."""
+        """Renew every run the clock keeps (one task, so one group commit), then re-arm; a
+        clock that keeps no run stops."""
         self._timer = None
         holders = list(self._ticked.values())
         if not holders:

@@ -81,7 +81,8 @@ async def test_many_runs_in_flight_share_the_clock_and_each_keeps_its_lease(
     assert expired == []
     assert sorted(runs) == [f"r{i}" for i in range(8)]
     assert all(getattr(r, "status", None) == "completed" for r in runs.values())
-    # The clock is idle again once no run is in flight: nothing is left scheduled.
+    # The clock stops at its first tick with no run in flight: nothing is left scheduled.
+    await anyio.sleep(LEASE_S / 3 + 0.05)
     assert engine._executor.leases._timer is None
 
 
@@ -89,6 +90,27 @@ async def test_many_runs_in_flight_share_the_clock_and_each_keeps_its_lease(
 async def quick_flow(item: str, runtime: Runtime | None = None) -> str:
     """One decision, over at once."""
     return str(await decision.make(f"Handle {item}.", ["go"]))
+
+
+async def test_runs_one_after_another_share_one_timer_and_closing_disarms_it(
+    store: Store,
+) -> None:
+    engine = Engine(model=ScriptedModel([GO] * 3), store=store, lease_s=LEASE_S)
+    leases = engine._executor.leases
+    first = await engine.run(quick_flow, "a", run_id="a")
+    timer = leases._timer
+    assert timer is not None  # left armed after the run: the next run needs no timer of its own
+    second = await engine.run(quick_flow, "b", run_id="b")
+    assert leases._timer is timer
+    assert (first.status, second.status) == ("completed", "completed")
+    await engine.aclose()
+    assert leases._timer is None
+    assert timer.cancelled()
+    # A run after the close arms the clock again, and the clock keeps its lease.
+    third = await engine.run(quick_flow, "c", run_id="c")
+    assert third.status == "completed"
+    assert leases._timer is not None
+    await engine.aclose()
 
 
 def test_an_engine_used_under_a_second_event_loop_keeps_its_runs_leases() -> None:
