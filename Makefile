@@ -15,7 +15,24 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the engine with its dev tools
+# The hot synchronous modules compiled in place with mypyc (tools/native.py lists them and
+# says why those); a change to any of them compiles them again. `make pure` removes them, and
+# ENGINE_PURE_PYTHON=1 runs the sources without removing them.
+NATIVE := $(VENV)/.native
+NATIVE_SOURCES := $(shell sed -n 's/^    "\(engine\/[a-z_\/]*\.py\)",$$/\1/p' tools/native.py)
+
+$(NATIVE): $(STAMP) tools/native.py $(NATIVE_SOURCES)
+	@$(BIN)/python tools/native.py build || { $(BIN)/python tools/native.py clean; \
+	  echo "make native: mypyc could not compile the hot modules (above): the engine runs as pure Python"; }
+	@touch $(NATIVE)
+
+install: $(STAMP) $(NATIVE) ## Create .venv, install the engine with its dev tools, compile its hot modules
+
+native: $(NATIVE) ## Compile the hot modules with mypyc, in place (make install does)
+
+pure: ## Remove the compiled modules: the engine runs as pure Python
+	$(BIN)/python tools/native.py clean
+	rm -f $(NATIVE)
 
 # The main job's settings: where its runs go, what it reads, and the offline model it uses
 # (SimulatedModel: 50-250 ms a call, 15% bad replies so some decisions fail and suspend,
@@ -25,7 +42,7 @@ TICKETS ?= examples/data/tickets.jsonl
 DEMO_MODEL ?= simulated:seed=7,faults=0.15,latency=0.05-0.25,tool_rate=0.5
 ENGINE := $(BIN)/engine
 
-run: $(STAMP) ## The main job, offline: route 600 tickets, resume the suspended ones
+run: $(NATIVE) ## The main job, offline: route 600 tickets, resume the suspended ones
 	@rm -f $(STORE) $(STORE)-wal $(STORE)-shm  # each demo starts from an empty store
 	@# Exit status 1 says some runs stopped (suspended), as the faults mean them to: resumed next;
 	@# or wait for a person: a refund above 500 EUR waits for approval (`engine answer`).
@@ -44,8 +61,11 @@ ui: $(STAMP) ## The web inspector on the main job's store: http://127.0.0.1:8700
 quickstart: $(STAMP) ## The shortest example: a few tickets through one decision
 	$(BIN)/python examples/quickstart.py
 
-test: $(STAMP) ## Run the test suite
+test: $(NATIVE) ## Run the test suite (on the compiled modules, where they compiled)
 	$(BIN)/python -m pytest -q
+
+test-pure: $(STAMP) ## Run the test suite on the pure-Python sources (ENGINE_PURE_PYTHON=1)
+	ENGINE_PURE_PYTHON=1 $(BIN)/python -m pytest -q
 
 # Two real OpenAI-compatible servers (llama-cpp-python's and llama.cpp's llama-server) with a
 # tiny random-weight model, built offline into REALSERVER_DIR (${TMPDIR:-/tmp}/realserver; the
@@ -66,7 +86,8 @@ bench: $(STAMP) ## Run the benchmarks (medians, side by side; several minutes)
 	$(BIN)/python bench/soak.py
 	$(BIN)/python bench/workers.py  # needs PostgreSQL: ENGINE_TEST_PG_DSN, else 127.0.0.1:5432
 
-clean: ## Remove the virtual environment and caches
+clean: ## Remove the virtual environment, the compiled modules and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	find engine -name '*.so' -delete
 
-.PHONY: help install run ui quickstart test test-servers lint bench clean
+.PHONY: help install native pure run ui quickstart test test-pure test-servers lint bench clean

@@ -3,6 +3,10 @@
 The PostgreSQL tests run against ``ENGINE_TEST_PG_DSN`` (default: the local server at
 127.0.0.1:5432, database ``test``). Where none answers, they skip and say how to point them
 at one.
+
+The suite runs the engine as it is built here: with the modules ``make native`` compiled,
+or as pure Python with ``ENGINE_PURE_PYTHON=1`` (``make test-pure``). It refuses to start on
+a compiled module older than its source, which would test the code as it was.
 """
 
 from __future__ import annotations
@@ -12,6 +16,19 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from native_modules import native_tool, pure_python
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if pure_python():
+        return
+    stale = native_tool().stale()
+    if stale:
+        raise pytest.UsageError(
+            f"compiled modules older than their source: {', '.join(stale)}; run `make native` "
+            "to compile them again (or ENGINE_PURE_PYTHON=1 to test the sources)"
+        )
+
 
 PG_DSN_DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
 

@@ -21,6 +21,7 @@ PACKAGE = Path(engine.__file__).parent
 
 #: Where each unit stands, bottom first. A unit is a folder of ``engine/`` or a public module.
 FLOORS: dict[str, int] = {
+    "_pure": 0,  # ENGINE_PURE_PYTHON: imported first, so it imports nothing of the package
     "_base": 0,
     "_decision": 1,
     "models": 1,

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from engine import Trace
 from engine._base._json import json_safe
-from engine._base._trace import _KEEP, _PLAIN, _SUMMARY_CHARS
+from engine._base._summary import KEEP as _KEEP
+from engine._base._summary import PLAIN as _PLAIN
+from engine._base._summary import SUMMARY_CHARS as _SUMMARY_CHARS
 
 # Text that exercises each way a string can leave the shortcuts: quotes and backslashes
 # (escaped in JSON), control characters, non-ASCII, lone surrogates, and lengths around the

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from engine._base._errors import WaitingForAnswer
-from engine._base._json import _MAX_INT_BITS, json_safe
+from engine._base._summary import export_node, export_nodes
 
 __all__ = [
     "ExportedTrace",
@@ -33,25 +32,7 @@ NodeKind = Literal[
     "run", "frame", "model_call", "decision", "repick", "tool_call", "step", "retry", "branch"
 ]
 
-_SUMMARY_CHARS = 200
 _perf_counter = time.perf_counter
-
-
-def _summarise(value: object, limit: int = _SUMMARY_CHARS) -> object:
-    """Return a JSON-friendly, size-bounded summary of ``value`` for the trace."""
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if isinstance(value, str):
-        return value if len(value) <= limit else value[:limit] + "…"
-    if isinstance(value, dict | list | tuple):  # JSON data stays JSON while it is short
-        try:
-            text = json.dumps(value)
-        except (TypeError, ValueError):
-            pass
-        else:
-            return value if len(text) <= limit else text[:limit] + "…"
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class StoredNode(TypedDict):
@@ -225,27 +206,7 @@ class Node:
         stored whatever its values held.
         """
         trace = self.trace
-        return _exported(self, trace._wall0, trace._t0)
-
-
-def _exported(node: Node, wall0: float, t0: float) -> StoredNode:
-    """Return ``node`` as :meth:`Node.to_dict` does (``wall0``, ``t0``: its trace's anchors)."""
-    started = wall0 + (node._t0 - t0)
-    duration = node.duration_s
-    usage = node._usage
-    return {
-        "id": node.id,
-        "parent_id": node.parent_id,
-        "kind": node.kind,
-        "name": node.name,
-        "key": node.key,
-        "status": node.status,
-        "started_at": started,
-        "ended_at": None if duration is None else started + duration,
-        "duration_s": duration,
-        "usage": {} if usage is None else dict(usage),
-        "data": _export(node.data) if node.data else {},
-    }
+        return cast(StoredNode, export_node(self, trace._wall0, trace._t0))
 
 
 _new = object.__new__
@@ -272,88 +233,6 @@ def _open(
     return node
 
 
-def _export(data: dict[str, Any]) -> dict[str, Any]:
-    """Return ``json_safe`` of ``data`` with each value summarised (unless kept whole).
-
-    The values a trace mostly holds (short ASCII text, small numbers, lists of names) are
-    their own export and are copied here as they are; anything else goes the long way.
-    """
-    out: dict[str, Any] = {}
-    for k, v in data.items():
-        key = json_safe(k) if type(k) is str and not k.isascii() else k
-        kind = type(v)
-        if kind is str:
-            if v.isascii() and (len(v) <= _SUMMARY_CHARS or k in _KEEP):
-                out[key] = v
-                continue
-        elif kind is list:
-            # A list of names: every item a str (not a subclass) of ASCII text, found in C.
-            if k in _KEEP and (not v or (set(map(type, v)) <= _STR_ONLY and "".join(v).isascii())):
-                out[key] = list(v)
-                continue
-        elif kind is dict:
-            if k not in _KEEP:
-                flat = _short_flat(v)
-                if flat is not None:
-                    out[key] = flat
-                    continue
-        elif kind is bool or v is None or (kind is int and v.bit_length() <= _MAX_INT_BITS):
-            out[key] = v
-            continue
-        kept = k in _KEEP or kind in _PLAIN or (kind is str and len(v) <= _SUMMARY_CHARS)
-        out[key] = json_safe(v if kept else _summarise(v), 1)
-    return out
-
-
-def _short_flat(value: dict[Any, Any]) -> dict[str, Any] | None:
-    """Return the export of a dict of printable ASCII text and finite numbers, when short.
-
-    Such a dict is its own export when its JSON text fits the summary: that length is
-    counted here (in that text only a quote or a backslash is escaped, by one more
-    character) instead of written out. ``None``: the dict needs the long way.
-    """
-    # Each item adds its key, its quotes, ": " and ", " (or the closing brace); text adds
-    # its escapes, counted only when the text is long enough for them to matter (at most
-    # one a character).
-    size = 0
-    escapes = 0  # the most the escapes of the text seen so far can add
-    for k, v in value.items():
-        if type(k) is not str or not (k.isascii() and k.isprintable()):
-            return None
-        size += len(k) + 6
-        escapes += len(k)
-        kind = type(v)
-        if kind is str:
-            if not (v.isascii() and v.isprintable()):
-                return None
-            size += len(v) + 2
-            escapes += len(v)
-        elif kind is bool:
-            size += 4 if v else 5
-        elif v is None:
-            size += 4
-        elif (kind is int and v.bit_length() <= _SUMMARY_CHARS) or (
-            kind is float and math.isfinite(v)
-        ):
-            size += len(repr(v))
-        else:
-            return None
-        if size > _SUMMARY_CHARS:
-            return None
-    if size + escapes > _SUMMARY_CHARS and size + _escapes(value) > _SUMMARY_CHARS:
-        return None
-    return dict(value)
-
-
-def _escapes(value: dict[str, Any]) -> int:
-    """Count the characters JSON escapes in the keys and text of a flat dict."""
-    text = "".join(value) + "".join(v for v in value.values() if type(v) is str)
-    return text.count('"') + text.count("\\")
-
-
-_STR_ONLY = frozenset({str})
-
-
 # The attribute under which an exception remembers the innermost node it failed.
 _FAILED_AT = "__engine_failed_at__"
 
@@ -365,14 +244,6 @@ def failed_at(exc: BaseException) -> str | None:
     """
     key = exc.__dict__.pop(_FAILED_AT, None)
     return key if isinstance(key, str) else None
-
-
-# Values that are their own summary.
-_PLAIN = frozenset({bool, int, float, type(None)})
-
-# Data kept whole in exports: small lists of names and kinds that aggregate into graphs, and
-# the reply heads (already cut to a bounded length when recorded).
-_KEEP = frozenset({"options", "failures", "pick", "attempts", "enforcement", "layer", "replies"})
 
 
 class Trace:
@@ -421,7 +292,7 @@ class Trace:
         traces of the executions before it (``{"nodes": [...]}`` each, oldest first).
         """
         wall0, t0 = self._wall0, self._t0
-        nodes: list[StoredNode] = [_exported(n, wall0, t0) for n in self.nodes]
+        nodes = cast(list[StoredNode], export_nodes(self.nodes, wall0, t0))
         exported: StoredTrace = {"nodes": nodes}
         if self.earlier:
             exported["earlier"] = self.earlier

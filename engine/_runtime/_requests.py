@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -43,7 +43,7 @@ def build_request(
     system: str | None,
     blocks: list[ContentBlock],
     *,
-    response_format: dict[str, Any] | None = None,
+    response_format: object = None,
     menu: Menu | None = None,
     tools: list[ToolSpec] | None = None,
     settings: ModelSettings | None = None,

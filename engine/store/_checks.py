@@ -198,7 +198,7 @@ def check_fence(run_id: str, owner: str | None, *, exists: bool, holder: str | N
         )
 
 
-def check_prune(older_than_s: float | None, keep_last: int | None) -> None:
+def check_prune(older_than_s: object, keep_last: object) -> None:
     """Refuse prune rules that would delete what the caller did not mean to.
 
     Raises:
