@@ -37,9 +37,13 @@ MODULES = (
     "engine/_base/_status.py",
     "engine/_base/_summary.py",
     "engine/_decision/_menu.py",
+    "engine/_decision/_picks.py",
     "engine/_decision/_validate.py",
+    "engine/_run/_flows.py",
     "engine/_run/_outcome.py",
+    "engine/_run/_records.py",
     "engine/_run/_spending.py",
+    "engine/_runtime/_replies.py",
     "engine/_runtime/_requests.py",
     "engine/store/_checks.py",
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
@@ -62,8 +63,10 @@ class RawPick(NamedTuple):
         extras: Every other top-level key of the pick, for flattened arguments.
     """
 
-    call: object
-    args: object
+    # ``builtins.object``: compiled (tools/native.py), a named tuple's fields are looked up
+    # by name in this module, where the builtin ``object`` is not found.
+    call: builtins.object
+    args: builtins.object
     has_args: bool
     extras: dict[str, object]
 

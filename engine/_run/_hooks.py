@@ -30,12 +30,13 @@ from engine._base import (
 )
 from engine._decision import Failure, Pick, RawPick, asked_prompt, describe_menu, validate
 from engine._retries import OnRetry, RunBudget
-from engine._run._journal import Journal, check_record, failure_record, request_fingerprint
+from engine._run._journal import Journal
 from engine._run._order import ProbeDone, ResumeOrder
 from engine._run._people import PeopleHooks, check_human_pick, wall_clock
+from engine._run._records import check_record, dumped, failure_record, request_fingerprint
 from engine._run._spending import Control, Spending
 from engine._runtime import Hooks, note_settings
-from engine.models import Model, Price, Request, Response, Usage
+from engine.models import Model, Price, Request, Response
 from engine.store import JournalRecord, Run, Store
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class JournalHooks(PeopleHooks, Hooks):
         if live is not model:  # a resume's model sends settings of its own
             note_settings(node, live, request)
         response = await call(self.guard(live) if self.guard is not None else live, request)
-        data = _dumped(response)
+        data = dumped(response)
         if "settings" in node.data:  # what the call was sent, journaled beside its reply
             data["settings"] = node.data["settings"]
         cost = self.spending.price(live, response)
@@ -252,45 +253,6 @@ class JournalHooks(PeopleHooks, Hooks):
         await self.journal.write(JournalRecord.trusted(node.key, "step", fingerprint, None, data))
         self.spending.counts.transitions += 1
         return result
-
-
-# The fields of a reply and its usage that :func:`_dumped` writes out by hand: when either
-# model has others, every reply goes through its serializer.
-_BY_HAND = tuple(Response.model_fields) == (
-    "text",
-    "tool_calls",
-    "finish_reason",
-    "usage",
-    "model",
-    "latency_s",
-    "enforcement",
-) and tuple(Usage.model_fields) == ("input_tokens", "output_tokens")
-
-
-def _dumped(response: Response) -> dict[str, Any]:
-    """Return ``response.model_dump(mode="json")``: a reply as its model record keeps it.
-
-    A reply of text (no tool calls, the usual one) is written out by hand: its fields are
-    already JSON values, so its dump is them, as they are.
-    """
-    values = response.__dict__
-    usage = values["usage"]
-    if (
-        _BY_HAND
-        and not values["tool_calls"]
-        and type(response) is Response
-        and type(usage) is Usage
-    ):
-        return {
-            "text": values["text"],
-            "tool_calls": [],
-            "finish_reason": values["finish_reason"],
-            "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
-            "model": values["model"],
-            "latency_s": values["latency_s"],
-            "enforcement": values["enforcement"],
-        }
-    return response.model_dump(mode="json")  # a subclass's dump is its own serializer's
 
 
 #: The key under which a model record keeps a reply JSON cannot carry, as ASCII JSON text.

@@ -8,14 +8,12 @@ costing a commit of its own.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Sequence
 from typing import Any
 
-from engine._base import DecisionError, JournalError, NonDeterminismError, cancel_scope, json_safe
+from engine._base import JournalError, cancel_scope
 from engine._retries import RetryLedger
-from engine.models import Request, TextBlock
+from engine._run._records import check_record, failure_record, request_fingerprint
 from engine.store import JournalKind, JournalRecord, Store
 
 __all__ = [
@@ -171,53 +169,3 @@ def ledger_of(journal: list[JournalRecord]) -> list[dict[str, Any]]:
         for r in journal
         if r.kind == "retry" and isinstance(r.data, dict)
     ]
-
-
-def request_fingerprint(request: Request) -> str:
-    """Fingerprint what a request asks: its messages, tools and offered choices.
-
-    Model settings (``request.settings``, ``max_tokens``) and enforcement are left out on
-    purpose: they say how to answer, not what is asked, so a resume with a raised
-    ``max_tokens`` or another temperature replays the journal instead of failing as
-    non-deterministic, and journals written before settings existed keep replaying.
-    """
-    parts = [f"{m.role}\x1f{_text(m.content) or m.text}" for m in request.messages]
-    tools, choices = request.tools, request.choices
-    parts.append("\x1f".join([t.name for t in tools]) if tools else "")
-    parts.append("\x1f".join([c.name for c in choices]) if choices else "")
-    # surrogatepass: a reply sent back for a re-pick may hold a lone surrogate, and its
-    # fingerprint must not fail (text without one encodes as plain UTF-8, as before).
-    text = "\x1e".join(parts).encode(errors="surrogatepass")
-    return hashlib.blake2b(text, digest_size=8).hexdigest()
-
-
-def _text(content: Sequence[object]) -> str:
-    """The text of a message of one text block (most are), as ``Message.text`` reads it;
-    ``""`` for any other, whose text ``Message.text`` joins."""
-    if len(content) == 1:
-        block = content[0]
-        if type(block) is TextBlock:
-            return block.text
-    return ""
-
-
-def check_record(record: JournalRecord, fingerprint: str, key: str, what: str) -> None:
-    """Raise :class:`NonDeterminismError` when ``record`` was journaled for another request."""
-    if record.fingerprint != fingerprint:
-        raise NonDeterminismError(key, f"{what} differs from the one journaled under this key")
-
-
-def failure_record(
-    key: str, fingerprint: str, options: list[str], exc: DecisionError
-) -> JournalRecord:
-    """Return the record of a decision that failed at ``key``, for a replay to fail alike."""
-    # Replies and details are for people (a replay re-raises them, it parses nothing): one
-    # holding what JSON cannot carry is kept readable, escaped, so the failure is stored.
-    data = {
-        "kind": exc.kind,
-        "detail": json_safe(exc.detail),
-        "replies": json_safe(exc.replies),
-        "attempts": exc.attempts,
-        "options": options,
-    }
-    return JournalRecord(key=key, kind="decision_failed", fingerprint=fingerprint, data=data)

@@ -9,12 +9,13 @@ one and never call a model themselves.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from engine._base import REPLY_HEAD, CircuitOpenError, Node, RetryableModelError
+from engine._base import CircuitOpenError, Node, RetryableModelError
 from engine._retries import OnRetry, Transport
 from engine._runtime._hooks import Hooks
-from engine.models import effective_settings, model_from_string
+from engine._runtime._replies import answered, note_settings
+from engine.models import model_from_string
 
 if TYPE_CHECKING:
     from tenacity import AsyncRetrying
@@ -37,31 +38,6 @@ def model_of(model: Model | str) -> Model:
     ):
         return model
     return model_from_string(model)
-
-
-def note_settings(node: Node, model: object, request: Request) -> None:
-    """Record on ``node`` the settings a call of ``model`` sends (the set fields only)."""
-    # Every model call notes them, mostly from the same few objects (a model's settings, a
-    # runtime's, frozen both): their set fields are remembered by identity, as the merge is.
-    base = getattr(model, "settings", None)
-    asked = request.settings
-    key = (id(base), id(asked), request.max_tokens)
-    hit = _NOTED.get(key)
-    if hit is None or hit[0] is not base or hit[1] is not asked:
-        settings = effective_settings(base, request)
-        hit = (base, asked, settings.set_fields() if settings else None)
-        if len(_NOTED) >= _NOTED_MAX:
-            _NOTED.clear()  # calls that each bring new settings: start over, never grow
-        _NOTED[key] = hit  # the entry holds what it names, so no id is reused while kept
-    fields = hit[2]
-    if fields is not None:
-        node.data["settings"] = dict(fields)
-    else:
-        node.data.pop("settings", None)
-
-
-_NOTED: dict[tuple[int, int, int | None], tuple[object, object, dict[str, Any] | None]] = {}
-_NOTED_MAX = 256
 
 
 class ModelCalls:
@@ -117,16 +93,3 @@ class ModelCalls:
         except BaseException as exc:
             node.fail(exc)
             raise
-
-
-def answered(node: Node, response: Response) -> None:
-    """Close the node of a model call that answered, with the reply's usage and head."""
-    data = node.data
-    if not data.get("replayed"):  # a replayed reply cost nothing this time
-        usage = response.usage
-        node.add_usage(usage.input_tokens, usage.output_tokens)
-    # What close("ok", model=..., finish_reason=..., reply=...) records, item by item.
-    data["model"] = response.model
-    data["finish_reason"] = response.finish_reason
-    data["reply"] = response.text[:REPLY_HEAD]
-    node.close("ok")

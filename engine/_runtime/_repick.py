@@ -15,11 +15,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine._base import REPLY_HEAD, BadRequestError, DecisionError, Node, RetryableModelError
-from engine._decision import Failure, Menu, Pick, find_pick, repick_text, validate
+from engine._decision import Failure, Menu, Pick, repick_text
 from engine._retries import OnRetry, RetryEvent, note_retry
-from engine._runtime._calls import ModelCalls, answered, note_settings
+from engine._runtime._calls import ModelCalls
 from engine._runtime._enforcement import enforcement, sent_mode
 from engine._runtime._hooks import current_hooks
+from engine._runtime._replies import (
+    answered,
+    checked_pick,
+    first_call,
+    first_pick,
+    note_settings,
+)
 from engine._runtime._requests import message, pick_schema
 from engine._runtime._tools import ToolLoop, Toolset
 from engine.models import Message, Model, Request, Response
@@ -183,23 +190,6 @@ class Asker:
 Attempt = tuple[Node, Response, Failure]
 
 
-def checked_pick(response: Response, menu: Menu) -> Pick:
-    """Return the validated pick of ``response``.
-
-    Raises:
-        Failure: The reply was cut off, or holds no valid pick.
-    """
-    if response.truncated:
-        # The pick comes last, so a cut-off reply lost it: any pick still readable is one
-        # the model only mentioned earlier, and must not run.
-        raise Failure(
-            "truncated",
-            f"the reply was cut off (finish_reason={response.finish_reason!r}) before "
-            "the pick was complete",
-        )
-    return validate(find_pick(response.text, menu.by_name), menu)
-
-
 async def plain_pick(
     runtime: object,
     calls: ModelCalls,
@@ -269,37 +259,6 @@ class PlainAsk(Asker):
         return await plain_pick(
             self.runtime, self.calls, self.node, self.menu, self.model, self.max_retries, request
         )
-
-
-def first_call(node: Node) -> Node:
-    """Open the node of a decision's first model call, and ready the decision's ``node``.
-
-    The first attempt of a text-mode decision with no tools (see :func:`plain_pick`) needs
-    no asker: its caller makes the call under this node and reads it with
-    :func:`first_pick`.
-    """
-    data = node.data
-    data["failures"] = []
-    data["replies"] = []
-    return node.open_child("model_call", "model_call", {"attempt": 0})
-
-
-def first_pick(node: Node, response: Response, menu: Menu) -> Pick | Failure:
-    """Return the validated pick of a first attempt's reply, or its failure.
-
-    The decision's ``node`` holds what an asker leaves on it; a failure is for an asker to
-    re-pick from (``(model call node, response, failure)`` as its first attempt).
-    """
-    data = node.data
-    reported = response.enforcement  # as sent_mode(response, None) reads it
-    data["enforcement"] = reported if reported is not None else "text"
-    data["replies"].append(response.text[:REPLY_HEAD])
-    try:
-        pick = checked_pick(response, menu)
-    except Failure as failure:
-        return failure
-    data["attempts"] = 1
-    return pick
 
 
 def cut_reply(text: str) -> str:

@@ -28,15 +28,30 @@ from engine._base import (
 from engine.store._types import JournalRecord, Run
 
 __all__ = [
+    "Entry",
     "check_fence",
     "check_prune",
     "journal_records",
     "next_version",
     "prune_victims",
+    "record_entries",
     "record_json",
     "run_json",
     "trace_json",
 ]
+
+
+#: A journal record as a store keeps it in memory, as a SQL store's row: key, kind,
+#: fingerprint, actor, data as JSON, created_at.
+Entry = tuple[str, str, str, str | None, str, float]
+
+
+def record_entries(run_id: str, records: Sequence[JournalRecord]) -> list[Entry]:
+    """Return each record as kept, its data as JSON; all or none (a ``JournalError``)."""
+    return [
+        (r.key, r.kind, r.fingerprint, r.actor, record_json(run_id, r), r.created_at)
+        for r in records
+    ]
 
 
 def run_json(run: Run) -> str:

@@ -8,12 +8,13 @@ from typing import Any, cast
 
 from engine._base import copy_model
 from engine.store._checks import (
+    Entry,
     check_fence,
     check_prune,
     journal_records,
     next_version,
     prune_victims,
-    record_json,
+    record_entries,
     run_json,
     trace_json,
 )
@@ -48,7 +49,7 @@ class MemoryStore:
         self._runs: dict[str, str] = {}
         self._index: dict[str, tuple[str, str, int, str | None]] = {}
         #: Each record as ``(key, kind, fingerprint, actor, data as JSON, created_at)``.
-        self._journals: dict[str, list[_Entry]] = {}
+        self._journals: dict[str, list[Entry]] = {}
         self._traces: dict[str, str] = {}
         self._closed = False
 
@@ -58,7 +59,7 @@ class MemoryStore:
     async def create_run(self, run: Run) -> tuple[Run, bool]:
         """Insert ``run`` unless its id exists; return the stored run and whether it was new."""
         self._check_open()
-        text = _checked(run)
+        text = run_json(run)
         existing = self._runs.get(run.run_id)
         if existing is not None:
             return Run.model_validate_json(existing), False
@@ -117,7 +118,7 @@ class MemoryStore:
     ) -> Run | None:
         """Compare-and-set the run, then append ``records`` and store ``trace`` with it."""
         self._check_open()
-        entries = _entries(run.run_id, records)
+        entries = record_entries(run.run_id, records)
         body = None if trace is None else trace_json(run.run_id, trace)
         # Every record and the trace are encoded (checked) before anything is kept.
         new = self._compare_and_set(run, expected_version)
@@ -139,7 +140,7 @@ class MemoryStore:
             JournalError: A record's ``data`` is not JSON (no record of the call is kept).
         """
         self._check_open()
-        entries = _entries(run_id, records)
+        entries = record_entries(run_id, records)
         row = self._index.get(run_id)
         check_fence(run_id, owner, exists=row is not None, holder=None if row is None else row[3])
         self._journals[run_id].extend(entries)
@@ -195,7 +196,7 @@ class MemoryStore:
     def _compare_and_set(self, run: Run, expected_version: int) -> Run | None:
         """Keep ``run``'s next version if the stored one is ``expected_version``; return it."""
         new = next_version(run, expected_version)
-        text = _checked(new)
+        text = run_json(new)
         current = self._index.get(run.run_id)
         if current is None or current[2] != expected_version:
             return None
@@ -217,21 +218,3 @@ class MemoryStore:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed; open a new store (its runs went with it)")
-
-
-#: A journal record as kept, as a SQL store's row: key, kind, fingerprint, actor, data as
-#: JSON, created_at.
-_Entry = tuple[str, str, str, str | None, str, float]
-
-
-def _checked(run: Run) -> str:
-    """Return the run's JSON (a ``JournalError`` if it has none that reads back)."""
-    return run_json(run)
-
-
-def _entries(run_id: str, records: Sequence[JournalRecord]) -> list[_Entry]:
-    """Return each record as kept, its data as JSON; all or none."""
-    return [
-        (r.key, r.kind, r.fingerprint, r.actor, record_json(run_id, r), r.created_at)
-        for r in records
-    ]

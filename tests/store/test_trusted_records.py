@@ -15,7 +15,7 @@ import hypothesis.strategies as st
 import pydantic_core
 from hypothesis import given
 
-from engine._run._hooks import _dumped
+from engine._run._records import dumped as _dumped
 from engine.models import Response, ToolCall, Usage
 from engine.store import JournalRecord, MemoryStore, Run
 from engine.store._checks import record_json, run_json
