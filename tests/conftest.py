@@ -6,7 +6,7 @@ at one.
 
 The suite runs the engine as it is built here: with the modules ``make native`` compiled,
 or as pure Python with ``ENGINE_PURE_PYTHON=1`` (``make test-pure``). It refuses to start on
-a compiled module older than its source, which would test the code as it was.
+compiled modules out of step with their sources, which would test the code as it was.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ def pytest_configure(config: pytest.Config) -> None:
     stale = native_tool().stale()
     if stale:
         raise pytest.UsageError(
-            f"compiled modules older than their source: {', '.join(stale)}; run `make native` "
-            "to compile them again (or ENGINE_PURE_PYTHON=1 to test the sources)"
+            f"compiled modules out of step with their sources: {', '.join(stale)} (changed "
+            "since compiled, or not compiled with the rest); run `make native` to compile "
+            "them again (or ENGINE_PURE_PYTHON=1 to test the sources)"
         )
 
 

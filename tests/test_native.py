@@ -85,3 +85,23 @@ def test_trace_and_node_stay_python_classes_to_copy_pickle_and_subclass() -> Non
     ]
     assert exported[1]["data"] == {"options": ["a", "b"], "reply": "x" * 200 + "…", "pick": "a"}
     assert isinstance(child, Node)
+
+
+def test_stale_names_a_changed_source_and_a_module_compiled_without_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tool = native_tool()
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    monkeypatch.setattr(tool, "MODULES", ("engine/a.py", "engine/b.py"))
+    (tmp_path / "engine").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "engine" / f"{name}.py").write_text("")
+    assert tool.stale() == []  # nothing compiled: the sources run
+    tool.extension("engine/a.py").write_bytes(b"")
+    assert tool.stale() == ["engine/b.py"]  # a part compiled beside the rest's sources
+    tool.extension("engine/b.py").write_bytes(b"")
+    assert tool.stale() == []
+    source = tmp_path / "engine" / "a.py"
+    later = tool.extension("engine/a.py").stat().st_mtime + 10
+    os.utime(source, (later, later))
+    assert tool.stale() == ["engine/a.py"]  # changed since it was compiled
