@@ -66,6 +66,9 @@ class Runtime:
             over these. Decisions are bounded to
             :data:`~engine.models.DECISION_MAX_TOKENS` reply tokens unless a level sets
             ``max_tokens``; text turns get the model's default.
+
+    Raises:
+        TypeError: ``system`` is neither a string nor ``None``.
     """
 
     def __init__(
@@ -81,6 +84,8 @@ class Runtime:
     ) -> None:
         check_settings(settings)
         check_runtime_enforce(enforce)
+        if system is not None and not isinstance(system, str):
+            raise TypeError(f"system must be a string (the system prompt) or None, got {system!r}")
         self.model = model_of(model)
         self.system = system
         self.trace = trace if trace is not None else Trace()

@@ -44,3 +44,18 @@ def test_runtime_refuses_a_model_that_is_neither_model_nor_string() -> None:
 
 def test_runtime_takes_a_model_string() -> None:
     assert isinstance(Runtime("simulated:7").model, SimulatedModel)
+
+
+@pytest.mark.parametrize("system", [123, ["You are terse."], b"bytes"])
+def test_runtime_refuses_a_system_prompt_that_is_not_text(system: object) -> None:
+    with pytest.raises(TypeError, match="system must be a string"):
+        Runtime(ScriptedModel([]), system=system)  # type: ignore[arg-type]
+
+
+async def test_runtime_sends_its_system_prompt_first() -> None:
+    model = ScriptedModel(['{"call": "a"}'])
+
+    await Runtime(model, system="You are terse.").exec("Pick.", choices=["a", "b"])
+
+    first = model.requests[0].messages[0]
+    assert (first.role, first.text) == ("system", "You are terse.")
