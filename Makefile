@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 # says why those); a change to any of them compiles them again. `make pure` removes them, and
 # ENGINE_PURE_PYTHON=1 runs the sources without removing them.
 NATIVE := $(VENV)/.native
-NATIVE_SOURCES := $(shell sed -n 's/^    "\(engine\/[a-z_\/]*\.py\)",$$/\1/p' tools/native.py)
+NATIVE_SOURCES := $(shell $(PY) tools/native.py sources)
 
 $(NATIVE): $(STAMP) tools/native.py $(NATIVE_SOURCES)
 	@$(BIN)/python tools/native.py build || { $(BIN)/python tools/native.py clean; \

@@ -5,12 +5,9 @@ resolves the pick into the result of the next step. Runs are journaled and resum
 ``DecisionError`` or a crash without redoing finished steps.
 """
 
-import os as _os
+from engine import _pure
 
-if _os.environ.get("ENGINE_PURE_PYTHON", "") not in ("", "0"):
-    # Before any other module of the package: each is imported from its source (_pure.py).
-    from engine import _pure
-
+if _pure.wanted():  # before any other module of the package: each from its source
     _pure.install()
 
 from engine import decision

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-__all__ = ["install"]
+__all__ = ["install", "wanted"]
 
 
 class _SourceFirst(importlib.abc.MetaPathFinder):
@@ -34,6 +34,11 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
             if os.path.isfile(source):
                 return importlib.util.spec_from_file_location(fullname, source)
         return None  # a package, or not found here: the usual finders decide
+
+
+def wanted() -> bool:
+    """Whether ``ENGINE_PURE_PYTHON`` asks for the sources (set, and neither empty nor 0)."""
+    return os.environ.get("ENGINE_PURE_PYTHON", "") not in ("", "0")
 
 
 def install() -> None:

@@ -4,7 +4,6 @@ tests the sources instead (``ENGINE_PURE_PYTHON``)."""
 from __future__ import annotations
 
 import importlib.util
-import os
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -24,4 +23,6 @@ def native_tool() -> ModuleType:
 
 def pure_python() -> bool:
     """Whether the engine runs as pure Python here (``ENGINE_PURE_PYTHON``)."""
-    return os.environ.get("ENGINE_PURE_PYTHON", "") not in ("", "0")
+    from engine._pure import wanted
+
+    return wanted()

@@ -13,6 +13,7 @@ modules whose functions check their callers' arguments themselves.
     python tools/native.py build    # compile them (about a minute, gcc and Python headers)
     python tools/native.py clean    # remove the extensions: the engine runs as pure Python
     python tools/native.py status   # which modules run compiled, and any that are stale
+    python tools/native.py sources  # the listed modules' sources, for make to depend on
 
 An extension older than its ``.py`` is stale: it runs the code as it was when compiled.
 ``make`` rebuilds it whenever a listed ``.py`` changes, and the test suite refuses to start on
@@ -136,8 +137,11 @@ def status() -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=("build", "clean", "status"))
+    parser.add_argument("action", choices=("build", "clean", "status", "sources"))
     action = parser.parse_args().action
+    if action == "sources":
+        print(" ".join(MODULES))
+        return
     if action == "build":
         build()
         sys.exit(status())

@@ -13,16 +13,9 @@ from typing import Any
 
 from engine._base import JournalError, cancel_scope
 from engine._retries import RetryLedger
-from engine._run._records import check_record, failure_record, request_fingerprint
 from engine.store import JournalKind, JournalRecord, Store
 
-__all__ = [
-    "Journal",
-    "check_record",
-    "failure_record",
-    "ledger_of",
-    "request_fingerprint",
-]
+__all__ = ["Journal", "ledger_of"]
 
 # A branch of engine.gather/map in a key: its index, then its counter (``2:0``).
 _BRANCH = re.compile(r"\d+:\d+")

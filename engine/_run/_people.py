@@ -27,8 +27,8 @@ from engine._base import (
     unencodable,
 )
 from engine._decision import Failure, Pick, RawPick, validate
-from engine._run._journal import check_record
 from engine._run._order import ProbeDone
+from engine._run._records import check_record
 from engine._runtime import MODEL, Approval, HumanAsk, Question
 from engine.store import JournalRecord, Run
 

@@ -10,11 +10,11 @@ branch helpers (:func:`gather`, :func:`map`) live here too.
 
 from engine._runtime._agentic import agentic_function
 from engine._runtime._branches import gather, map
-from engine._runtime._calls import note_settings
 from engine._runtime._deadline import check_timeout
 from engine._runtime._hooks import Hooks, current_hooks
 from engine._runtime._human import approval_rule, check_on_deadline, check_on_reject
 from engine._runtime._questions import MODEL, Approval, HumanAsk, Question
+from engine._runtime._replies import note_settings
 from engine._runtime._requests import build_request, menu_block
 from engine._runtime._resolve import call_option, resolve
 from engine._runtime._runtime import Runtime

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from engine.models import Model, Request, Response
 
-__all__ = ["ModelCalls", "answered", "model_of", "note_settings"]
+__all__ = ["ModelCalls", "model_of"]
 
 
 def model_of(model: Model | str) -> Model:

@@ -12,7 +12,7 @@ import hashlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine._run._journal import request_fingerprint
+from engine._run._records import request_fingerprint
 from engine.models import ChoiceSpec, ImageBlock, Message, Request, TextBlock, ToolSpec
 
 _text = st.text(max_size=40)  # any code points, lone surrogates included
